@@ -1,0 +1,18 @@
+/**
+ * Jest runs in native ESM mode (`--experimental-vm-modules`, set by `npm test`),
+ * because Nest 12 ships ESM-only packages.
+ * @type {import('jest').Config}
+ */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
+  },
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.spec.ts'],
+  globalSetup: '<rootDir>/test/support/global-setup.js',
+  globalTeardown: '<rootDir>/test/support/global-teardown.js',
+  testTimeout: 30000,
+};

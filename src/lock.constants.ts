@@ -1,0 +1,17 @@
+/** Defaults of {@link LockModuleOptions}. */
+export const DEFAULT_KEY_PREFIX = 'lock:';
+export const DEFAULT_TTL = 30_000;
+export const DEFAULT_WAIT_TIMEOUT = 10_000;
+export const DEFAULT_COMMAND_TIMEOUT = 5_000;
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** Longest key accepted, in characters, not counting the prefix. */
+export const MAX_KEY_LENGTH = 1024;
+/** Shortest TTL accepted: below it a watchdog would renew more often than a round trip takes. */
+export const MIN_TTL = 10;
+/** Longest TTL or timeout accepted: the largest delay a Node.js timer can hold. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Injection tokens (private to the package). */
+export const LOCK_OPTIONS = Symbol('lock:options');
+export const LOCK_STORE = Symbol('lock:store');

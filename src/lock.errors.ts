@@ -1,0 +1,80 @@
+/**
+ * Base class of every error this library throws, so that callers can catch them all at once.
+ */
+export class LockError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The lock was held by someone else for the whole time the caller was willing to wait.
+ */
+export class LockNotAcquiredError extends LockError {
+  /**
+   * @param key the key as the caller named it (without the module's `keyPrefix`)
+   * @param waitedMs how long the caller waited before giving up
+   * @param retryAfterMs how long the current holder's lock still has to live, when known
+   */
+  constructor(
+    readonly key: string,
+    readonly waitedMs: number,
+    readonly retryAfterMs?: number,
+  ) {
+    super(`Lock "${key}" is held by another owner; gave up after waiting ${Math.round(waitedMs)} ms`);
+  }
+}
+
+/**
+ * Ownership of a lock is known to be lost: its token was gone or replaced in Redis, or renewals
+ * could not reach Redis before the lock's validity ran out. Used as the reason of `lock.signal`.
+ */
+export class LockLostError extends LockError {
+  constructor(
+    readonly key: string,
+    readonly reason: string,
+  ) {
+    super(`Lock "${key}" was lost: ${reason}`);
+  }
+}
+
+/** A lock key is missing, empty, too long, or cannot be built from a template or argument. */
+export class LockKeyResolutionError extends LockError {}
+
+/** An option given to the module, to an acquire call or to `@WithLock` is invalid. */
+export class LockOptionsError extends LockError {
+  constructor(
+    readonly option: string,
+    readonly value: unknown,
+    expected: string,
+  ) {
+    super(`Invalid lock option "${option}": expected ${expected}, got ${describe(value)}`);
+  }
+}
+
+/** Redis could not be reached (or did not answer in time) while working on a lock. */
+export class LockConnectionError extends LockError {
+  constructor(
+    readonly key: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Lock "${key}": ${message}`, options);
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') {
+    return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  }
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  if (value === null || typeof value !== 'object') return String(value);
+  return `an object (${value.constructor?.name ?? 'Object'})`;
+}
+
+/** @internal The message of anything thrown. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

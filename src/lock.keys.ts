@@ -1,0 +1,46 @@
+import { MAX_KEY_LENGTH } from './lock.constants.js';
+import { LockKeyResolutionError } from './lock.errors.js';
+
+/**
+ * Checks a caller's key and returns the Redis key (`keyPrefix + key`).
+ * @throws LockKeyResolutionError for a non-string, empty or over-long key, or one whose braces
+ *   would keep its fencing counter out of its Redis Cluster hash slot
+ */
+export function toRedisKey(prefix: string, key: unknown): string {
+  if (typeof key !== 'string') {
+    throw new LockKeyResolutionError(`A lock key must be a string, got ${typeof key}`);
+  }
+  if (key.length === 0) throw new LockKeyResolutionError('A lock key must not be empty');
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new LockKeyResolutionError(
+      `A lock key must be at most ${MAX_KEY_LENGTH} characters, got ${key.length}`,
+    );
+  }
+  const redisKey = prefix + key;
+  if (hashTag(redisKey) === undefined && redisKey.includes('}')) {
+    throw new LockKeyResolutionError(
+      `Lock key ${JSON.stringify(key.slice(0, 80))} has a "}" that closes no "{…}" hash tag; ` +
+        'such a key cannot share a Redis Cluster slot with its fencing counter',
+    );
+  }
+  return redisKey;
+}
+
+/**
+ * The key of the fencing counter of a lock key, in the same Redis Cluster hash slot: it carries
+ * the lock key's own hash tag, or the whole lock key as its tag when the lock key has none.
+ * Fencing keys start with `{`, lock keys with the (brace-free) prefix, so they cannot collide.
+ */
+export function fenceKeyOf(redisKey: string): string {
+  const tag = hashTag(redisKey);
+  return tag === undefined ? `{${redisKey}}:fence` : `{${tag}}:fence:${redisKey}`;
+}
+
+/** The hash tag Redis Cluster would hash for this key, if it has one. */
+function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  if (close <= open + 1) return undefined;
+  return key.slice(open + 1, close);
+}

@@ -1,0 +1,229 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants.js';
+import {
+  LockError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockOptionsError,
+  messageOf,
+} from './lock.errors.js';
+import { toRedisKey } from './lock.keys.js';
+import { HeldLock, monotonicNow, type Lock, type LockOwner } from './lock.js';
+import {
+  checkTtl,
+  resolveAcquireOptions,
+  type AcquireOptions,
+  type ResolvedAcquireOptions,
+  type ResolvedLockOptions,
+} from './lock.options.js';
+import type { LockStore } from './store/lock-store.interface.js';
+import { Waiters } from './waiters.js';
+import { Watchdog, type LossKind } from './watchdog.js';
+
+/** How long shutdown waits for the release of the locks still held. */
+const SHUTDOWN_RELEASE_TIMEOUT = 2_000;
+
+/**
+ * The manual API: acquire, try, run under a lock, and inspect.
+ *
+ * @example
+ * ```ts
+ * @Injectable()
+ * class Payments {
+ *   constructor(private readonly locks: LockService) {}
+ *
+ *   refund(orderId: string) {
+ *     return this.locks.using(`order:${orderId}`, async (lock) => {
+ *       await this.ledger.write(orderId, { fence: lock.fencingToken, signal: lock.signal });
+ *     });
+ *   }
+ * }
+ * ```
+ */
+@Injectable()
+export class LockService implements LockOwner, OnApplicationShutdown {
+  private readonly logger = new Logger(LockService.name);
+  private readonly defaults: ResolvedAcquireOptions;
+  private readonly watchdog: Watchdog;
+  private readonly waiters: Waiters;
+  private readonly context = new AsyncLocalStorage<Lock>();
+  private closed = false;
+
+  constructor(
+    @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    @Inject(LOCK_STORE) private readonly store: LockStore,
+  ) {
+    this.defaults = { ttl: options.ttl, waitTimeout: options.waitTimeout, watchdog: options.watchdog };
+    this.watchdog = new Watchdog(
+      store,
+      (lock, reason, kind) => this.onLost(lock, reason, kind),
+      (error) => this.logger.warn(`Lock renewal failed, will retry: ${messageOf(error)}`),
+    );
+    this.waiters = new Waiters(store);
+  }
+
+  /**
+   * Acquires the lock on `key`, waiting up to `waitTimeout` ms while someone else holds it.
+   * @throws LockNotAcquiredError when the wait runs out
+   * @throws LockKeyResolutionError for an invalid key, LockOptionsError for invalid options,
+   *   LockConnectionError when Redis cannot be reached
+   */
+  async acquire(key: string, options?: AcquireOptions): Promise<Lock> {
+    return this.obtain(key, options, true) as Promise<Lock>;
+  }
+
+  /** Acquires the lock on `key` if it is free right now; `null` when someone else holds it. */
+  async tryAcquire(key: string, options?: AcquireOptions): Promise<Lock | null> {
+    const lock = await this.obtain(key, { ...options, waitTimeout: 0 }, false);
+    return lock ?? null;
+  }
+
+  /**
+   * Acquires the lock on `key` (waiting as {@link acquire} does), runs `fn` while the watchdog
+   * keeps the lock alive, and releases it when `fn` settles. If the lock was lost while `fn`
+   * ran, rejects with {@link LockLostError} after `fn` settles (unless `fn` itself threw), so
+   * that the caller learns that the work was not protected. Inside `fn`, {@link current}
+   * returns the lock.
+   */
+  async using<T>(
+    key: string,
+    fn: (lock: Lock) => Promise<T> | T,
+    options?: AcquireOptions,
+  ): Promise<T> {
+    if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function');
+    const lock = (await this.obtain(key, options, true)) as HeldLock;
+    let result: T;
+    try {
+      result = await this.context.run(lock, () => fn(lock));
+    } catch (error) {
+      await this.releaseAfterWork(lock);
+      throw error;
+    }
+    await this.releaseAfterWork(lock);
+    if (lock.signal.aborted) throw lock.signal.reason;
+    return result;
+  }
+
+  /** Whether anybody (this process or another) holds the lock on `key`. */
+  async isLocked(key: string): Promise<boolean> {
+    return this.store.isLocked(toRedisKey(this.options.keyPrefix, key));
+  }
+
+  /** Inside {@link using} or a `@WithLock` method: the lock the work runs under. */
+  current(): Lock | undefined {
+    return this.context.getStore();
+  }
+
+  /** @internal Called by {@link Lock.release}. */
+  async releaseLock(lock: HeldLock): Promise<boolean> {
+    if (!lock.markReleased()) return false;
+    this.watchdog.untrack(lock);
+    const deleted = await this.store.release(lock.key, lock.token);
+    if (!deleted) lock.markLost('it had expired or been taken before it was released');
+    return deleted;
+  }
+
+  /** @internal Called by {@link Lock.extend}. */
+  async extendLock(lock: HeldLock, ttl?: number): Promise<boolean> {
+    const newTtl = ttl === undefined ? lock.ttl : checkTtl('ttl', ttl);
+    if (!lock.held) return false;
+    return this.watchdog.extend(lock, newTtl);
+  }
+
+  /**
+   * Stops the watchdog, fails pending waiters, releases the locks this process still holds
+   * (bounded in time) and closes subscriptions and the connections the module owns.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.waiters.close(new LockError('The lock service is shutting down'));
+    const held = this.watchdog.stop();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(held.map((lock) => this.releaseLock(lock))),
+      new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_RELEASE_TIMEOUT))),
+    ]);
+    clearTimeout(timer);
+    await this.store.close();
+  }
+
+  private async obtain(
+    name: string,
+    options: AcquireOptions | undefined,
+    throwIfHeld: boolean,
+  ): Promise<HeldLock | undefined> {
+    const key = toRedisKey(this.options.keyPrefix, name);
+    const resolved = resolveAcquireOptions(options, this.defaults);
+    if (this.closed) throw new LockError('The lock service has been shut down');
+    const token = randomBytes(16).toString('hex');
+    const startedAt = monotonicNow();
+    let sentAt = startedAt;
+    const attempt = () => {
+      sentAt = monotonicNow();
+      return this.store.acquire(key, token, resolved.ttl);
+    };
+    const first = await attempt();
+    const hold = (fencingToken: number) => {
+      const lock = new HeldLock(
+        this,
+        name,
+        key,
+        token,
+        fencingToken,
+        resolved.ttl,
+        resolved.watchdog,
+        sentAt,
+      );
+      this.watchdog.track(lock);
+      return lock;
+    };
+    if (first.acquired) return hold(first.fencingToken);
+    if (resolved.waitTimeout === 0) {
+      if (!throwIfHeld) return undefined;
+      throw new LockNotAcquiredError(name, 0, first.pttl >= 0 ? first.pttl : undefined);
+    }
+    return new Promise<HeldLock>((resolve, reject) =>
+      this.waiters.wait(
+        key,
+        {
+          deadline: startedAt + resolved.waitTimeout,
+          attempt,
+          acquired: (fencingToken) => resolve(hold(fencingToken)),
+          failed: reject,
+          timedOut: (pttl) =>
+            reject(
+              new LockNotAcquiredError(
+                name,
+                monotonicNow() - startedAt,
+                pttl >= 0 ? pttl : undefined,
+              ),
+            ),
+          abandoned: () => void this.store.release(key, token).catch(() => undefined),
+        },
+        first.pttl,
+      ),
+    );
+  }
+
+  private async releaseAfterWork(lock: HeldLock): Promise<void> {
+    try {
+      await this.releaseLock(lock);
+    } catch (error) {
+      this.logger.warn(
+        `Could not release lock "${lock.name}" (it will expire by its TTL): ${messageOf(error)}`,
+      );
+    }
+  }
+
+  private onLost(lock: HeldLock, reason: string, kind: LossKind): void {
+    if (!lock.markLost(reason)) return;
+    this.logger.warn(new LockLostError(lock.name, reason).message);
+    if (kind === 'timeout') {
+      // Redis may still hold it for us (only the replies were late): free it for the others.
+      this.store.release(lock.key, lock.token).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,109 @@
+import { LockLostError } from './lock.errors.js';
+
+/**
+ * A held lock. Obtained from {@link LockService.acquire}, {@link LockService.tryAcquire},
+ * {@link LockService.using} or, inside a `@WithLock` method, {@link LockService.current}.
+ */
+export interface Lock {
+  /** The full Redis key (with the module's `keyPrefix`). */
+  readonly key: string;
+  /** The random 128-bit value that proves ownership in Redis. Never log it. */
+  readonly token: string;
+  /**
+   * A number strictly greater than every fencing token issued before for this key, also after
+   * the lock expired or was deleted and after the app restarted. Pass it to the resource the
+   * lock protects, so that the resource can reject a holder that lost the lock without knowing.
+   */
+  readonly fencingToken: number;
+  /** Aborted, with a {@link LockLostError} as its reason, as soon as ownership is known lost. */
+  readonly signal: AbortSignal;
+  /** Deletes the lock if it is still ours; `false` when it was not (expired, taken, released). */
+  release(): Promise<boolean>;
+  /**
+   * Resets the lock's time-to-live to `ttl` ms (default: the TTL it was acquired with) if it is
+   * still ours; `false` when it was not, in which case the signal is aborted.
+   */
+  extend(ttl?: number): Promise<boolean>;
+}
+
+/** What a {@link HeldLock} calls back into for the work that needs the store. */
+export interface LockOwner {
+  releaseLock(lock: HeldLock): Promise<boolean>;
+  extendLock(lock: HeldLock, ttl?: number): Promise<boolean>;
+}
+
+/** Share of a TTL (plus a constant) by which our idea of a lock's validity undercuts Redis's. */
+const DRIFT_FACTOR = 0.01;
+const DRIFT_MS = 2;
+
+/** The library's lock handle, with the bookkeeping that the watchdog needs. */
+export class HeldLock implements Lock {
+  private readonly controller = new AbortController();
+  private state: 'held' | 'released' | 'lost' = 'held';
+  /** Monotonic ms until which the lock is certainly ours, unless renewed. */
+  validUntil = 0;
+  /** Monotonic ms at which the watchdog wants to renew it. */
+  renewAt = 0;
+  /** A renewal is on its way to Redis. */
+  renewing = false;
+
+  constructor(
+    private readonly owner: LockOwner,
+    /** The key as the caller named it. */
+    readonly name: string,
+    readonly key: string,
+    readonly token: string,
+    readonly fencingToken: number,
+    public ttl: number,
+    readonly watchdog: boolean,
+    sentAt: number,
+  ) {
+    this.confirmed(sentAt, ttl);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get held(): boolean {
+    return this.state === 'held';
+  }
+
+  release(): Promise<boolean> {
+    return this.owner.releaseLock(this);
+  }
+
+  extend(ttl?: number): Promise<boolean> {
+    return this.owner.extendLock(this, ttl);
+  }
+
+  /** Redis confirmed the lock with `ttl` for a request sent at monotonic time `sentAt`. */
+  confirmed(sentAt: number, ttl: number): void {
+    this.ttl = ttl;
+    this.validUntil = sentAt + ttl - Math.floor(ttl * DRIFT_FACTOR) - DRIFT_MS;
+    this.renewAt = sentAt + Math.floor(ttl / 3);
+  }
+
+  /** Marks the lock released by its owner; `false` if it had already ended. */
+  markReleased(): boolean {
+    if (this.state !== 'held') return false;
+    this.state = 'released';
+    return true;
+  }
+
+  /** Marks the lock lost and aborts its signal; `false` if it had already ended. */
+  markLost(reason: string): boolean {
+    if (this.state === 'lost') return false;
+    this.state = 'lost';
+    this.controller.abort(new LockLostError(this.name, reason));
+    return true;
+  }
+
+  /** Keeps the token out of logs and error reports that print the object. */
+  toJSON(): object {
+    return { key: this.key, fencingToken: this.fencingToken, state: this.state };
+  }
+}
+
+/** Monotonic milliseconds. */
+export const monotonicNow = (): number => performance.now();

@@ -1,0 +1,178 @@
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
+import { LockConnectionError, messageOf } from '../lock.errors.js';
+import { fenceKeyOf } from '../lock.keys.js';
+import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
+import { RELEASE_SCRIPT } from '../scripts/release.script.js';
+import { RENEW_SCRIPT } from '../scripts/renew.script.js';
+import type { AcquireAttempt, LockStore, RenewalEntry } from './lock-store.interface.js';
+
+/** How long a fencing counter outlives its last acquisition (see the acquire script). */
+const FENCE_TTL = 3_600_000;
+/** Keys per renewal script call, so that one call never blocks Redis for long. */
+const RENEW_CHUNK = 500;
+/** How long `close()` waits for a polite QUIT before dropping a connection. */
+const QUIT_TIMEOUT = 1_000;
+
+export interface RedisLockStoreOptions {
+  client: Redis | Cluster;
+  /** Whether `close()` should close `client` (true when the module created it). */
+  ownsClient: boolean;
+  commandTimeout: number;
+  /** Receives connection problems that no caller is waiting for. */
+  onError: (message: string, error: unknown) => void;
+}
+
+/**
+ * The lock store on one Redis server (or a client the user configured), with release
+ * notifications over pub/sub: one subscriber connection per store, one channel per key that has
+ * waiters in this process, named after the key so that it lives in the key's cluster slot.
+ */
+export class RedisLockStore implements LockStore {
+  private readonly client: Redis | Cluster;
+  private subscriber?: Redis | Cluster;
+  private readonly listeners = new Map<string, Set<() => void>>();
+  private readonly subscribing = new Map<string, Promise<unknown>>();
+  private closed = false;
+
+  constructor(private readonly options: RedisLockStoreOptions) {
+    this.client = options.client;
+    if (options.ownsClient) {
+      this.client.on('error', (error) => options.onError('Redis connection error', error));
+    }
+  }
+
+  async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
+    const reply = this.command(key, 'acquire', () =>
+      ACQUIRE_SCRIPT.run(this.client, [key, fenceKeyOf(key)], [token, ttl, Math.max(ttl, FENCE_TTL)]),
+    );
+    const [acquired, value] = (await reply.catch((error) => {
+      // An attempt that timed out may still succeed on the server later; free what it took.
+      void reply.late.then(
+        (late) => (late as number[] | undefined)?.[0] === 1 && this.release(key, token),
+        () => undefined,
+      );
+      throw error;
+    })) as [number, number];
+    return acquired === 1 ? { acquired: true, fencingToken: value } : { acquired: false, pttl: value };
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    const reply = await this.command(key, 'release', () =>
+      RELEASE_SCRIPT.run(this.client, [key], [token, key]),
+    );
+    return reply === 1;
+  }
+
+  async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
+    const chunks: Promise<unknown>[] = [];
+    for (let i = 0; i < entries.length; i += RENEW_CHUNK) {
+      const chunk = entries.slice(i, i + RENEW_CHUNK);
+      chunks.push(
+        this.command(chunk[0].key, 'renew', () =>
+          RENEW_SCRIPT.run(
+            this.client,
+            chunk.map((entry) => entry.key),
+            chunk.flatMap((entry) => [entry.token, entry.ttl]),
+          ),
+        ),
+      );
+    }
+    const replies = (await Promise.all(chunks)) as number[][];
+    return replies.flat().map((renewed) => renewed === 1);
+  }
+
+  async isLocked(key: string): Promise<boolean> {
+    return (await this.command(key, 'isLocked', () => this.client.exists(key))) === 1;
+  }
+
+  async subscribe(key: string, onRelease: () => void): Promise<() => void> {
+    let listeners = this.listeners.get(key);
+    if (!listeners) {
+      listeners = new Set();
+      this.listeners.set(key, listeners);
+      const subscriber = this.subscriberConnection();
+      const ready = subscriber.subscribe(key).finally(() => this.subscribing.delete(key));
+      this.subscribing.set(key, ready);
+    }
+    listeners.add(onRelease);
+    const unsubscribe = () => {
+      if (!listeners.delete(onRelease) || listeners.size > 0) return;
+      this.listeners.delete(key);
+      if (!this.closed) this.subscriber?.unsubscribe(key).catch(() => undefined);
+    };
+    try {
+      await this.command(key, 'subscribe', () => this.subscribing.get(key) ?? Promise.resolve());
+    } catch (error) {
+      unsubscribe();
+      throw error;
+    }
+    return unsubscribe;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    const connections = [this.subscriber, this.options.ownsClient ? this.client : undefined];
+    await Promise.all(connections.map((connection) => connection && closeConnection(connection)));
+  }
+
+  private subscriberConnection(): Redis | Cluster {
+    if (!this.subscriber) {
+      const subscriber = this.client.duplicate();
+      subscriber.on('error', (error) => this.options.onError('Redis subscriber error', error));
+      subscriber.on('message', (channel: string) => {
+        for (const listener of this.listeners.get(channel) ?? []) listener();
+      });
+      this.subscriber = subscriber;
+    }
+    return this.subscriber;
+  }
+
+  /**
+   * Runs one Redis call with the store's time limit, turning failures into
+   * `LockConnectionError`. The returned promise carries the raw call as `late`, for callers that
+   * must clean up after a reply that arrives past the limit.
+   */
+  private command<T>(
+    key: string,
+    operation: string,
+    call: () => Promise<T>,
+  ): Promise<T> & { late: Promise<T> } {
+    const late = call();
+    let timer: NodeJS.Timeout | undefined;
+    const limited = new Promise<T>((resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new LockConnectionError(
+              key,
+              `${operation} got no answer from Redis within ${this.options.commandTimeout} ms`,
+            ),
+          ),
+        this.options.commandTimeout,
+      );
+      late.then(resolve, (error: unknown) =>
+        reject(
+          new LockConnectionError(key, `${operation} failed: ${messageOf(error)}`, { cause: error }),
+        ),
+      );
+    }).finally(() => clearTimeout(timer));
+    return Object.assign(limited, { late });
+  }
+}
+
+async function closeConnection(connection: Redis | Cluster): Promise<void> {
+  if (connection.status === 'end') return;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, QUIT_TIMEOUT);
+  });
+  await Promise.race([connection.quit().catch(() => undefined), timeout]);
+  clearTimeout(timer);
+  connection.disconnect();
+}
+
+/** Creates the client the module owns from a URL or ioredis options. */
+export function createRedisClient(config: string | RedisOptions): Redis {
+  return typeof config === 'string' ? new Redis(config) : new Redis(config);
+}

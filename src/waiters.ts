@@ -1,0 +1,186 @@
+import { monotonicNow } from './lock.js';
+import type { AcquireAttempt, LockStore } from './store/lock-store.interface.js';
+
+/** A caller waiting for a lock, as the waiting room sees it. */
+export interface Waiter {
+  /** Monotonic ms after which the caller gives up. */
+  readonly deadline: number;
+  /** One atomic acquisition attempt with the caller's token and TTL. */
+  attempt(): Promise<AcquireAttempt>;
+  acquired(fencingToken: number): void;
+  failed(error: unknown): void;
+  /** The deadline passed; `pttl` is what the last attempt learned of the holder's TTL. */
+  timedOut(pttl: number): void;
+  /** An attempt succeeded after the caller had given up: the lock must be handed back. */
+  abandoned(): void;
+}
+
+/** First and largest delay of the fallback re-check, for when a release message is lost. */
+const FIRST_BACKOFF = 50;
+const MAX_BACKOFF = 1_000;
+
+interface KeyQueue {
+  readonly key: string;
+  readonly waiters: Waiter[];
+  readonly timeouts: Map<Waiter, NodeJS.Timeout>;
+  subscribed: boolean;
+  unsubscribe?: () => void;
+  attempting: boolean;
+  /** A release was announced while an attempt was on its way. */
+  notified: boolean;
+  fallback?: NodeJS.Timeout;
+  backoff: number;
+  pttl: number;
+  closed: boolean;
+}
+
+/**
+ * Where callers wait for held locks. Per key, waiters of this process queue in arrival order
+ * and only the head talks to Redis: it tries again when the store announces a release, or,
+ * should that message be lost, after a fallback delay bounded by the holder's remaining TTL
+ * and by a jittered exponential backoff. The others cost nothing until they reach the head.
+ */
+export class Waiters {
+  private readonly queues = new Map<string, KeyQueue>();
+
+  constructor(private readonly store: LockStore) {}
+
+  /** Queues a caller for `key`; `pttl` is the holder's TTL seen by its first attempt. */
+  wait(key: string, waiter: Waiter, pttl: number): void {
+    let queue = this.queues.get(key);
+    if (!queue) {
+      queue = this.open(key, pttl);
+    }
+    queue.waiters.push(waiter);
+    if (waiter.deadline < Infinity) {
+      const timer = setTimeout(
+        () => this.giveUp(queue, waiter),
+        Math.max(0, waiter.deadline - monotonicNow()),
+      );
+      queue.timeouts.set(waiter, timer);
+    }
+  }
+
+  /** Fails every waiting caller with `error` and ends all subscriptions. */
+  close(error: Error): void {
+    for (const queue of this.queues.values()) {
+      for (const waiter of queue.waiters.splice(0)) {
+        clearTimeout(queue.timeouts.get(waiter));
+        waiter.failed(error);
+      }
+      this.end(queue);
+    }
+  }
+
+  private open(key: string, pttl: number): KeyQueue {
+    const queue: KeyQueue = {
+      key,
+      waiters: [],
+      timeouts: new Map(),
+      subscribed: false,
+      attempting: false,
+      notified: false,
+      backoff: FIRST_BACKOFF,
+      pttl,
+      closed: false,
+    };
+    this.queues.set(key, queue);
+    this.store.subscribe(key, () => this.onRelease(queue)).then(
+      (unsubscribe) => {
+        queue.unsubscribe = unsubscribe;
+        queue.subscribed = true;
+        if (queue.closed) unsubscribe();
+        else this.next(queue);
+      },
+      (error: unknown) => {
+        for (const waiter of queue.waiters.splice(0)) {
+          clearTimeout(queue.timeouts.get(waiter));
+          waiter.failed(error);
+        }
+        this.end(queue);
+      },
+    );
+    return queue;
+  }
+
+  private onRelease(queue: KeyQueue): void {
+    queue.backoff = FIRST_BACKOFF;
+    queue.pttl = -1;
+    if (queue.attempting) queue.notified = true;
+    else this.next(queue);
+  }
+
+  /** Lets the head of the queue try once. */
+  private next(queue: KeyQueue): void {
+    const head = queue.waiters[0];
+    if (!head) {
+      this.end(queue);
+      return;
+    }
+    if (!queue.subscribed || queue.attempting) return;
+    clearTimeout(queue.fallback);
+    queue.attempting = true;
+    queue.notified = false;
+    head.attempt().then(
+      (result) => {
+        queue.attempting = false;
+        if (result.acquired) {
+          if (this.remove(queue, head)) head.acquired(result.fencingToken);
+          else head.abandoned();
+          queue.pttl = -1;
+        } else {
+          queue.pttl = result.pttl;
+        }
+        this.afterAttempt(queue);
+      },
+      (error: unknown) => {
+        queue.attempting = false;
+        if (this.remove(queue, head)) head.failed(error);
+        this.afterAttempt(queue);
+      },
+    );
+  }
+
+  private afterAttempt(queue: KeyQueue): void {
+    if (queue.waiters.length === 0) {
+      this.end(queue);
+    } else if (queue.notified) {
+      this.next(queue);
+    } else {
+      this.fallBack(queue);
+    }
+  }
+
+  private fallBack(queue: KeyQueue): void {
+    const jittered = queue.backoff * (0.75 + Math.random() / 2);
+    const delay = queue.pttl >= 0 ? Math.min(jittered, queue.pttl + 1) : jittered;
+    queue.backoff = Math.min(queue.backoff * 2, MAX_BACKOFF);
+    clearTimeout(queue.fallback);
+    queue.fallback = setTimeout(() => this.next(queue), delay);
+  }
+
+  private giveUp(queue: KeyQueue, waiter: Waiter): void {
+    const isHeadInFlight = queue.attempting && queue.waiters[0] === waiter;
+    if (!this.remove(queue, waiter)) return;
+    waiter.timedOut(queue.pttl);
+    if (!isHeadInFlight && queue.waiters.length === 0) this.end(queue);
+  }
+
+  /** Takes a waiter out of the queue; `false` if it was no longer there. */
+  private remove(queue: KeyQueue, waiter: Waiter): boolean {
+    const index = queue.waiters.indexOf(waiter);
+    if (index < 0) return false;
+    queue.waiters.splice(index, 1);
+    clearTimeout(queue.timeouts.get(waiter));
+    queue.timeouts.delete(waiter);
+    return true;
+  }
+
+  private end(queue: KeyQueue): void {
+    if (queue.closed) return;
+    queue.closed = true;
+    clearTimeout(queue.fallback);
+    if (this.queues.get(queue.key) === queue) this.queues.delete(queue.key);
+    queue.unsubscribe?.();
+  }
+}

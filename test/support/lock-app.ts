@@ -1,0 +1,38 @@
+import { randomUUID } from 'node:crypto';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import { LockModule, LockService, type LockModuleOptions } from '../../src/index.js';
+
+/** The Redis that the global setup started for this run. */
+export function sharedRedisUrl(): string {
+  const url = process.env.LOCK_TEST_REDIS_URL;
+  if (!url) throw new Error('LOCK_TEST_REDIS_URL is unset: run the tests with `npm test`');
+  return url;
+}
+
+/** A key prefix no other test uses, so that files can share one Redis. */
+export function uniquePrefix(): string {
+  return `test:${randomUUID().slice(0, 8)}:`;
+}
+
+export interface LockApp {
+  module: TestingModule;
+  locks: LockService;
+  close(): Promise<void>;
+}
+
+/** Boots a Nest module that imports `LockModule.forRoot(options)`. */
+export async function bootLockApp(options: LockModuleOptions): Promise<LockApp> {
+  const module = await Test.createTestingModule({
+    imports: [LockModule.forRoot(options)],
+  }).compile();
+  await module.init();
+  return { module, locks: module.get(LockService), close: () => module.close() };
+}
+
+/** A plain client for looking behind the library's back; call `quit()` when done. */
+export function rawClient(url: string): Redis {
+  return new Redis(url);
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,167 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { appendFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+
+/** Says how to get redis-server when it is missing, instead of failing obscurely later. */
+export function assertRedisServerInstalled() {
+  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    throw new Error(
+      'redis-server is not on PATH; the tests start their own Redis servers.\n' +
+        'Install it, e.g. `sudo apt-get install -y redis-server` (Debian/Ubuntu) or ' +
+        '`brew install redis` (macOS), then run `npm test` again.',
+    );
+  }
+}
+
+/**
+ * A free TCP port on the loopback interface, as the kernel hands it out.
+ * @returns {Promise<number>}
+ */
+export async function freePort() {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  server.close();
+  await once(server, 'close');
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/**
+ * A throwaway `redis-server` on a free loopback port, with no persistence, that a test starts,
+ * kills (for faults), restarts on the same port, and stops.
+ */
+export class RedisServer {
+  /** @type {import('node:child_process').ChildProcess | undefined} */
+  #process;
+
+  /** @param {number} port */
+  constructor(port) {
+    /** @readonly */
+    this.port = port;
+  }
+
+  get url() {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get pid() {
+    return this.#process?.pid;
+  }
+
+  /** Starts a server on a free port (retrying if another process takes the port first). */
+  /** @returns {Promise<RedisServer>} */
+  static async start() {
+    for (let tries = 0; ; tries++) {
+      const server = new RedisServer(await freePort());
+      try {
+        await server.#launch();
+        return server;
+      } catch (error) {
+        if (tries >= 4) throw error;
+      }
+    }
+  }
+
+  /** Starts the server again on the same port, empty (after {@link kill}). */
+  async restart() {
+    await this.kill();
+    await this.#launch();
+  }
+
+  /** SIGKILL: the server vanishes without a word, as in a crash. */
+  async kill() {
+    await this.#end('SIGKILL');
+  }
+
+  /** Stops the server. */
+  async stop() {
+    await this.#end('SIGTERM');
+  }
+
+  /** @param {NodeJS.Signals} signal */
+  async #end(signal) {
+    const child = this.#process;
+    this.#process = undefined;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill(signal);
+    await exited;
+  }
+
+  async #launch() {
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--protected-mode',
+        'no',
+        '--loglevel',
+        'warning',
+        '--logfile',
+        '',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.#process = child;
+    let output = '';
+    child.stdout?.on('data', (chunk) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk) => (output += chunk.toString()));
+    const exited = once(child, 'exit').then(([code]) => {
+      throw new Error(
+        `redis-server on port ${this.port} exited with code ${code}: ${output.trim()}`,
+      );
+    });
+    await Promise.race([exited, waitForPong(this.port)]);
+    exited.catch(() => undefined);
+    registerPid(child.pid);
+    child.stdout?.removeAllListeners('data');
+    child.stderr?.removeAllListeners('data');
+    child.stdout?.resume();
+    child.stderr?.resume();
+  }
+}
+
+/** Resolves once the server answers PING; polls, as a starting server refuses connections. */
+/** @param {number} port */
+async function waitForPong(port) {
+  for (let tries = 0; tries < 500; tries++) {
+    const answered = await new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.setTimeout(1000);
+      socket.once('connect', () => socket.write('PING\r\n'));
+      socket.once('data', (data) => {
+        socket.destroy();
+        resolve(data.toString().startsWith('+PONG'));
+      });
+      socket.once('error', () => resolve(false));
+      socket.once('timeout', () => {
+        socket.destroy();
+        resolve(false);
+      });
+    });
+    if (answered) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`redis-server on port ${port} did not answer PING`);
+}
+
+/**
+ * Records every server's pid in the file named by LOCK_TEST_PIDS (set by the global setup), so
+ * that the global teardown can kill whatever a crashed test file left running.
+ */
+/** @param {number | undefined} pid */
+function registerPid(pid) {
+  const file = process.env.LOCK_TEST_PIDS;
+  if (file && pid) appendFileSync(file, `${pid}\n`);
+}
