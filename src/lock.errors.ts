@@ -22,7 +22,9 @@ export class LockNotAcquiredError extends LockError {
     readonly waitedMs: number,
     readonly retryAfterMs?: number,
   ) {
-    super(`Lock "${key}" is held by another owner; gave up after waiting ${Math.round(waitedMs)} ms`);
+    super(
+      `Lock "${key}" is held by another owner; gave up after waiting ${Math.round(waitedMs)} ms`,
+    );
   }
 }
 

@@ -7,7 +7,12 @@ import {
   MODULE_OPTIONS_TOKEN,
   OPTIONS_TYPE,
 } from './lock.module-definition.js';
-import { isRedisClient, resolveModuleOptions, type LockModuleOptions, type ResolvedLockOptions } from './lock.options.js';
+import {
+  isRedisClient,
+  resolveModuleOptions,
+  type LockModuleOptions,
+  type ResolvedLockOptions,
+} from './lock.options.js';
 import { LockService } from './lock.service.js';
 import type { LockStore } from './store/lock-store.interface.js';
 import { createRedisClient, RedisLockStore } from './store/redis.store.js';

@@ -165,7 +165,12 @@ function rejectUnknown(given: Record<string, unknown>, known: Set<string>, path:
 
 function resolveKeyPrefix(value: unknown): string {
   const prefix = value ?? DEFAULT_KEY_PREFIX;
-  if (typeof prefix !== 'string' || prefix.length === 0 || prefix.length > 256 || /[{}]/.test(prefix)) {
+  if (
+    typeof prefix !== 'string' ||
+    prefix.length === 0 ||
+    prefix.length > 256 ||
+    /[{}]/.test(prefix)
+  ) {
     throw new LockOptionsError(
       'keyPrefix',
       prefix,
@@ -196,7 +201,11 @@ function resolveRedis(value: unknown): ResolvedLockOptions['redis'] {
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
     return value as RedisOptions;
   }
-  throw new LockOptionsError('redis', value, 'a redis:// URL, ioredis options, or an ioredis client');
+  throw new LockOptionsError(
+    'redis',
+    value,
+    'a redis:// URL, ioredis options, or an ioredis client',
+  );
 }
 
 /** Tells an ioredis `Redis` or `Cluster` instance from a plain options object. */

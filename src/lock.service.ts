@@ -55,7 +55,11 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
     @Inject(LOCK_STORE) private readonly store: LockStore,
   ) {
-    this.defaults = { ttl: options.ttl, waitTimeout: options.waitTimeout, watchdog: options.watchdog };
+    this.defaults = {
+      ttl: options.ttl,
+      waitTimeout: options.waitTimeout,
+      watchdog: options.watchdog,
+    };
     this.watchdog = new Watchdog(
       store,
       (lock, reason, kind) => this.onLost(lock, reason, kind),
@@ -139,7 +143,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.waiters.close(new LockError('The lock service is shutting down'));
+    this.waiters.close(shutDownError());
     const held = this.watchdog.stop();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -157,7 +161,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   ): Promise<HeldLock | undefined> {
     const key = toRedisKey(this.options.keyPrefix, name);
     const resolved = resolveAcquireOptions(options, this.defaults);
-    if (this.closed) throw new LockError('The lock service has been shut down');
+    if (this.closed) throw shutDownError();
     const token = randomBytes(16).toString('hex');
     const startedAt = monotonicNow();
     let sentAt = startedAt;
@@ -180,6 +184,10 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       this.watchdog.track(lock);
       return lock;
     };
+    if (this.closed) {
+      if (first.acquired) this.store.release(key, token).catch(() => undefined);
+      throw shutDownError();
+    }
     if (first.acquired) return hold(first.fencingToken);
     if (resolved.waitTimeout === 0) {
       if (!throwIfHeld) return undefined;
@@ -226,4 +234,8 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       this.store.release(lock.key, lock.token).catch(() => undefined);
     }
   }
+}
+
+function shutDownError(): LockError {
+  return new LockError('The lock service has been shut down');
 }

@@ -85,21 +85,23 @@ export class Waiters {
       closed: false,
     };
     this.queues.set(key, queue);
-    this.store.subscribe(key, () => this.onRelease(queue)).then(
-      (unsubscribe) => {
-        queue.unsubscribe = unsubscribe;
-        queue.subscribed = true;
-        if (queue.closed) unsubscribe();
-        else this.next(queue);
-      },
-      (error: unknown) => {
-        for (const waiter of queue.waiters.splice(0)) {
-          clearTimeout(queue.timeouts.get(waiter));
-          waiter.failed(error);
-        }
-        this.end(queue);
-      },
-    );
+    this.store
+      .subscribe(key, () => this.onRelease(queue))
+      .then(
+        (unsubscribe) => {
+          queue.unsubscribe = unsubscribe;
+          queue.subscribed = true;
+          if (queue.closed) unsubscribe();
+          else this.next(queue);
+        },
+        (error: unknown) => {
+          for (const waiter of queue.waiters.splice(0)) {
+            clearTimeout(queue.timeouts.get(waiter));
+            waiter.failed(error);
+          }
+          this.end(queue);
+        },
+      );
     return queue;
   }
 

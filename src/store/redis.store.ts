@@ -43,7 +43,11 @@ export class RedisLockStore implements LockStore {
 
   async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
     const reply = this.command(key, 'acquire', () =>
-      ACQUIRE_SCRIPT.run(this.client, [key, fenceKeyOf(key)], [token, ttl, Math.max(ttl, FENCE_TTL)]),
+      ACQUIRE_SCRIPT.run(
+        this.client,
+        [key, fenceKeyOf(key)],
+        [token, ttl, Math.max(ttl, FENCE_TTL)],
+      ),
     );
     const [acquired, value] = (await reply.catch((error) => {
       // An attempt that timed out may still succeed on the server later; free what it took.
@@ -53,7 +57,9 @@ export class RedisLockStore implements LockStore {
       );
       throw error;
     })) as [number, number];
-    return acquired === 1 ? { acquired: true, fencingToken: value } : { acquired: false, pttl: value };
+    return acquired === 1
+      ? { acquired: true, fencingToken: value }
+      : { acquired: false, pttl: value };
   }
 
   async release(key: string, token: string): Promise<boolean> {
@@ -86,6 +92,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async subscribe(key: string, onRelease: () => void): Promise<() => void> {
+    if (this.closed) throw new LockConnectionError(key, 'the lock store is closed');
     let listeners = this.listeners.get(key);
     if (!listeners) {
       listeners = new Set();
@@ -153,7 +160,9 @@ export class RedisLockStore implements LockStore {
       );
       late.then(resolve, (error: unknown) =>
         reject(
-          new LockConnectionError(key, `${operation} failed: ${messageOf(error)}`, { cause: error }),
+          new LockConnectionError(key, `${operation} failed: ${messageOf(error)}`, {
+            cause: error,
+          }),
         ),
       );
     }).finally(() => clearTimeout(timer));

@@ -5,7 +5,14 @@ import {
   LockOptionsError,
   type Lock,
 } from '../../src/index.js';
-import { bootLockApp, rawClient, sharedRedisUrl, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
+import {
+  bootLockApp,
+  rawClient,
+  sharedRedisUrl,
+  sleep,
+  uniquePrefix,
+  type LockApp,
+} from '../support/lock-app.js';
 
 describe('acquire, tryAcquire, release, extend, isLocked', () => {
   const prefix = uniquePrefix();

@@ -1,0 +1,103 @@
+import { Redis } from 'ioredis';
+import { LockConnectionError, LockLostError, type Lock } from '../../src/index.js';
+import { RedisServer } from '../support/redis-server.js';
+import { bootLockApp, rawClient, type LockApp } from '../support/lock-app.js';
+
+const aborted = (lock: Lock) =>
+  new Promise<unknown>((resolve) => {
+    if (lock.signal.aborted) resolve(lock.signal.reason);
+    lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true });
+  });
+
+describe('when the Redis server dies', () => {
+  let server: RedisServer;
+  let app: LockApp;
+
+  beforeEach(async () => {
+    server = await RedisServer.start();
+    app = await bootLockApp({ redis: server.url, commandTimeout: 500 });
+  });
+
+  afterEach(async () => {
+    await app.close();
+    await server.stop();
+  });
+
+  it('aborts the signals of held locks with LockLostError instead of hanging', async () => {
+    const locks = await Promise.all([
+      app.locks.acquire('a', { ttl: 300 }),
+      app.locks.acquire('b', { ttl: 600 }),
+    ]);
+    await server.kill();
+    const reasons = await Promise.all(locks.map(aborted));
+    for (const reason of reasons) {
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect((reason as LockLostError).reason).toMatch(/validity ran out/);
+    }
+  });
+
+  it('fails an acquisition with LockConnectionError rather than waiting forever', async () => {
+    await server.kill();
+    await expect(app.locks.acquire('down', { waitTimeout: 60_000 })).rejects.toBeInstanceOf(
+      LockConnectionError,
+    );
+  });
+
+  it('works again once Redis is back, with fencing tokens that still grow', async () => {
+    const before = await app.locks.acquire('fenced', { ttl: 300 });
+    await server.restart();
+    expect(await aborted(before)).toBeInstanceOf(LockLostError);
+    const after = await app.locks.acquire('fenced', { waitTimeout: 5_000 });
+    expect(after.fencingToken).toBeGreaterThan(before.fencingToken);
+    expect(await after.release()).toBe(true);
+  });
+});
+
+describe('fencing tokens', () => {
+  let server: RedisServer;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    redis = rawClient(server.url);
+  });
+
+  afterAll(async () => {
+    await redis.quit();
+    await server.stop();
+  });
+
+  it('strictly increase across release, expiry, deletion and a new module instance', async () => {
+    const tokens: number[] = [];
+    let app = await bootLockApp({ redis: server.url });
+    const released = await app.locks.acquire('fence');
+    tokens.push(released.fencingToken);
+    await released.release();
+    const expired = await app.locks.acquire('fence', { ttl: 50, watchdog: false });
+    tokens.push(expired.fencingToken);
+    const afterExpiry = await app.locks.acquire('fence', { waitTimeout: 2_000 });
+    tokens.push(afterExpiry.fencingToken);
+    await redis.del(afterExpiry.key);
+    const afterDeletion = await app.locks.acquire('fence');
+    tokens.push(afterDeletion.fencingToken);
+    await app.close();
+
+    app = await bootLockApp({ redis: server.url });
+    const afterRestart = await app.locks.acquire('fence');
+    tokens.push(afterRestart.fencingToken);
+    await app.close();
+
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    expect(tokens.every(Number.isSafeInteger)).toBe(true);
+  });
+
+  it("keeps the counter in the lock key's cluster hash slot", async () => {
+    const app = await bootLockApp({ redis: server.url });
+    const plain = await app.locks.acquire('order:7');
+    const tagged = await app.locks.acquire('{user:1}:cart');
+    expect(await redis.exists('{lock:order:7}:fence')).toBe(1);
+    expect(await redis.exists('{user:1}:fence:lock:{user:1}:cart')).toBe(1);
+    await app.close();
+    expect([plain.signal.aborted, tagged.signal.aborted]).toEqual([false, false]);
+  });
+});

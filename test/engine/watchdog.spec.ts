@@ -1,0 +1,122 @@
+import { Redis } from 'ioredis';
+import { LockLostError, type Lock } from '../../src/index.js';
+import { RedisServer } from '../support/redis-server.js';
+import {
+  bootLockApp,
+  rawClient,
+  sharedRedisUrl,
+  sleep,
+  uniquePrefix,
+  type LockApp,
+} from '../support/lock-app.js';
+
+const aborted = (lock: Lock) =>
+  new Promise<unknown>((resolve) => {
+    if (lock.signal.aborted) resolve(lock.signal.reason);
+    lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true });
+  });
+
+describe('watchdog', () => {
+  const prefix = uniquePrefix();
+  let app: LockApp;
+  let other: LockApp;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    app = await bootLockApp({ redis: sharedRedisUrl(), keyPrefix: prefix });
+    other = await bootLockApp({ redis: sharedRedisUrl(), keyPrefix: prefix });
+    redis = rawClient(sharedRedisUrl());
+  });
+
+  afterAll(async () => {
+    await Promise.all([app.close(), other.close()]);
+    await redis.quit();
+  });
+
+  it('keeps a lock alive far past its TTL while it is held', async () => {
+    const lock = await app.locks.acquire('long-job', { ttl: 150 });
+    await sleep(1_200);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await redis.get(lock.key)).toBe(lock.token);
+    expect(await other.locks.tryAcquire('long-job')).toBeNull();
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('lets a lock without the watchdog expire after its TTL, freeing it for others', async () => {
+    const lock = await app.locks.acquire('crashed', { ttl: 200, watchdog: false });
+    const started = performance.now();
+    const successor = await other.locks.acquire('crashed', { waitTimeout: 5_000 });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+    expect(await aborted(lock)).toBeInstanceOf(LockLostError);
+    expect(successor.fencingToken).toBeGreaterThan(lock.fencingToken);
+    expect(await lock.release()).toBe(false);
+    expect(await redis.get(successor.key)).toBe(successor.token);
+    await successor.release();
+  });
+
+  it('release never deletes the lock of the next holder', async () => {
+    const first = await app.locks.acquire('stale', { ttl: 100, watchdog: false });
+    await sleep(150);
+    const second = await other.locks.acquire('stale', { ttl: 10_000 });
+    expect(await first.release()).toBe(false);
+    expect(await redis.get(second.key)).toBe(second.token);
+    expect(await second.release()).toBe(true);
+  });
+
+  it('aborts lock.signal with LockLostError when the lock is deleted behind its back', async () => {
+    const lock = await app.locks.acquire('deleted', { ttl: 300 });
+    await redis.del(lock.key);
+    const reason = await aborted(lock);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).key).toBe('deleted');
+    expect(await lock.release()).toBe(false);
+  });
+
+  it('aborts lock.signal when another owner replaced the token, and leaves that owner alone', async () => {
+    const lock = await app.locks.acquire('replaced', { ttl: 300 });
+    await redis.set(lock.key, 'intruder', 'PX', 10_000);
+    expect(await aborted(lock)).toBeInstanceOf(LockLostError);
+    expect(await redis.get(lock.key)).toBe('intruder');
+    await redis.del(lock.key);
+  });
+});
+
+describe('watchdog batching (on a Redis of its own, so that command counts are exact)', () => {
+  let server: RedisServer;
+  let app: LockApp;
+  let monitor: Redis;
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    app = await bootLockApp({ redis: server.url });
+    monitor = rawClient(server.url);
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await monitor.quit();
+    await server.stop();
+  });
+
+  async function scriptCalls(): Promise<number> {
+    const info = await monitor.info('commandstats');
+    const calls = (name: string) =>
+      Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+    return calls('evalsha') + calls('eval');
+  }
+
+  it('renews all held locks with one script call per tick, not one per lock', async () => {
+    const locks = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => app.locks.acquire(`batch:${i}`, { ttl: 600 })),
+    );
+    const before = await scriptCalls();
+    await sleep(1_000);
+    const renewalCalls = (await scriptCalls()) - before;
+    // 50 locks for 1 s at ttl 600 ms is about 5 renewal rounds (every ttl/3, coalesced): one
+    // call per lock and round would be about 250.
+    expect(renewalCalls).toBeGreaterThanOrEqual(2);
+    expect(renewalCalls).toBeLessThanOrEqual(12);
+    expect(locks.every((lock) => !lock.signal.aborted)).toBe(true);
+    await Promise.all(locks.map((lock) => lock.release()));
+  });
+});
