@@ -15,3 +15,6 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Injection tokens (private to the package). */
 export const LOCK_OPTIONS = Symbol('lock:options');
 export const LOCK_STORE = Symbol('lock:store');
+
+/** Metadata key under which `@WithLock` records its key and options. */
+export const WITH_LOCK_METADATA = 'lock:with-lock';

@@ -16,14 +16,19 @@ export class LockNotAcquiredError extends LockError {
    * @param key the key as the caller named it (without the module's `keyPrefix`)
    * @param waitedMs how long the caller waited before giving up
    * @param retryAfterMs how long the current holder's lock still has to live, when known
+   * @param throttled the lock is a `holdFor` throttle: the caller is early, not in a conflict
    */
   constructor(
     readonly key: string,
     readonly waitedMs: number,
     readonly retryAfterMs?: number,
+    readonly throttled = false,
   ) {
     super(
-      `Lock "${key}" is held by another owner; gave up after waiting ${Math.round(waitedMs)} ms`,
+      throttled
+        ? `Lock "${key}" is a throttle that is still closed` +
+            (retryAfterMs === undefined ? '' : `; retry in ${Math.ceil(retryAfterMs)} ms`)
+        : `Lock "${key}" is held by another owner; gave up after waiting ${Math.round(waitedMs)} ms`,
     );
   }
 }
@@ -46,12 +51,16 @@ export class LockKeyResolutionError extends LockError {}
 
 /** An option given to the module, to an acquire call or to `@WithLock` is invalid. */
 export class LockOptionsError extends LockError {
+  /** @param where who was given the option, e.g. `@WithLock on Orders.pay`, for the message */
   constructor(
     readonly option: string,
     readonly value: unknown,
     expected: string,
+    where?: string,
   ) {
-    super(`Invalid lock option "${option}": expected ${expected}, got ${describe(value)}`);
+    super(
+      `${where ? `${where}: ` : ''}Invalid lock option "${option}": expected ${expected}, got ${describe(value)}`,
+    );
   }
 }
 

@@ -1,4 +1,7 @@
 import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
+import { LockExceptionFilter } from './lock-exception.filter.js';
+import { LockExplorer } from './lock.explorer.js';
 import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants.js';
 import { messageOf } from './lock.errors.js';
 import {
@@ -39,6 +42,8 @@ const providers: Provider[] = [
     inject: [LOCK_OPTIONS],
   },
   LockService,
+  LockExplorer,
+  { provide: APP_FILTER, useClass: LockExceptionFilter },
 ];
 
 /**
@@ -52,7 +57,7 @@ const providers: Provider[] = [
  * export class AppModule {}
  * ```
  */
-@Module({ providers, exports: [LockService] })
+@Module({ imports: [DiscoveryModule], providers, exports: [LockService] })
 export class LockModule extends ConfigurableModuleClass {
   /** Configures the module with options known up front. */
   static override forRoot(options: typeof OPTIONS_TYPE = {}): DynamicModule {

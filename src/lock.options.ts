@@ -73,12 +73,12 @@ const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog']);
  */
 export function resolveModuleOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
   const given = requireObject('options', options ?? {});
-  rejectUnknown(given, MODULE_OPTION_NAMES, '');
+  rejectUnknown(given, MODULE_OPTION_NAMES);
   return {
     redis: resolveRedis(given.redis),
     keyPrefix: resolveKeyPrefix(given.keyPrefix),
     ttl: checkTtl('ttl', given.ttl ?? DEFAULT_TTL),
-    waitTimeout: checkWaitTimeout('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT),
+    waitTimeout: checkDuration('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT, 0, true),
     watchdog: checkBoolean('watchdog', given.watchdog ?? true),
     commandTimeout: checkDuration(
       'commandTimeout',
@@ -90,39 +90,43 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
 }
 
 /**
- * Validates the options of one acquisition against the given defaults.
- * `extraNames` lists further option names that the caller validates itself.
+ * Validates the options of one acquisition against the given defaults; `where` names the
+ * caller (e.g. a decorated method) in error messages.
  * @throws LockOptionsError naming the first invalid option and its value
  */
 export function resolveAcquireOptions(
   options: AcquireOptions | undefined,
   defaults: ResolvedAcquireOptions,
-  extraNames: readonly string[] = [],
+  where?: string,
 ): ResolvedAcquireOptions {
   if (options === undefined) return defaults;
-  const given = requireObject('options', options);
-  rejectUnknown(given, new Set([...ACQUIRE_OPTION_NAMES, ...extraNames]), '');
+  const given = requireObject('options', options, where);
+  rejectUnknown(given, ACQUIRE_OPTION_NAMES, where);
   return {
-    ttl: given.ttl === undefined ? defaults.ttl : checkTtl('ttl', given.ttl),
+    ttl: given.ttl === undefined ? defaults.ttl : checkTtl('ttl', given.ttl, where),
     waitTimeout:
       given.waitTimeout === undefined
         ? defaults.waitTimeout
-        : checkWaitTimeout('waitTimeout', given.waitTimeout),
+        : checkDuration('waitTimeout', given.waitTimeout, 0, true, where),
     watchdog:
-      given.watchdog === undefined ? defaults.watchdog : checkBoolean('watchdog', given.watchdog),
+      given.watchdog === undefined
+        ? defaults.watchdog
+        : checkBoolean('watchdog', given.watchdog, where),
   };
 }
 
 /** A TTL: an integer number of milliseconds between {@link MIN_TTL} and the timer limit. */
-export function checkTtl(name: string, value: unknown): number {
-  return checkDuration(name, value, MIN_TTL, false);
+export function checkTtl(name: string, value: unknown, where?: string): number {
+  return checkDuration(name, value, MIN_TTL, false, where);
 }
 
-function checkWaitTimeout(name: string, value: unknown): number {
-  return checkDuration(name, value, 0, true);
-}
-
-function checkDuration(name: string, value: unknown, min: number, infinite: boolean): number {
+function checkDuration(
+  name: string,
+  value: unknown,
+  min: number,
+  infinite: boolean,
+  where?: string,
+): number {
   if (infinite && value === Infinity) return value;
   if (
     typeof value !== 'number' ||
@@ -134,30 +138,32 @@ function checkDuration(name: string, value: unknown, min: number, infinite: bool
       name,
       value,
       `an integer number of milliseconds from ${min} to ${MAX_TIMER_MS}${infinite ? ', or Infinity' : ''}`,
+      where,
     );
   }
   return value;
 }
 
-function checkBoolean(name: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw new LockOptionsError(name, value, 'a boolean');
+function checkBoolean(name: string, value: unknown, where?: string): boolean {
+  if (typeof value !== 'boolean') throw new LockOptionsError(name, value, 'a boolean', where);
   return value;
 }
 
-function requireObject(name: string, value: unknown): Record<string, unknown> {
+function requireObject(name: string, value: unknown, where?: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new LockOptionsError(name, value, 'an object');
+    throw new LockOptionsError(name, value, 'an object', where);
   }
   return value as Record<string, unknown>;
 }
 
-function rejectUnknown(given: Record<string, unknown>, known: Set<string>, path: string): void {
+function rejectUnknown(given: Record<string, unknown>, known: Set<string>, where?: string): void {
   for (const name of Object.keys(given)) {
     if (!known.has(name)) {
       throw new LockOptionsError(
-        `${path}${name}`,
+        name,
         given[name],
         `no such option (known: ${[...known].join(', ')})`,
+        where,
       );
     }
   }

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants.js';
+import { LOCK_OPTIONS, LOCK_STORE, MIN_TTL } from './lock.constants.js';
 import {
   LockError,
   LockLostError,
@@ -48,7 +48,10 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   private readonly defaults: ResolvedAcquireOptions;
   private readonly watchdog: Watchdog;
   private readonly waiters: Waiters;
-  private readonly context = new AsyncLocalStorage<Lock>();
+  private readonly context = new AsyncLocalStorage<{
+    current: Lock;
+    locks: Map<string, HeldLock>;
+  }>();
   private closed = false;
 
   constructor(
@@ -75,13 +78,14 @@ export class LockService implements LockOwner, OnApplicationShutdown {
    *   LockConnectionError when Redis cannot be reached
    */
   async acquire(key: string, options?: AcquireOptions): Promise<Lock> {
-    return this.obtain(key, options, true) as Promise<Lock>;
+    const resolved = resolveAcquireOptions(options, this.defaults);
+    return this.obtain(key, resolved, true) as Promise<Lock>;
   }
 
   /** Acquires the lock on `key` if it is free right now; `null` when someone else holds it. */
   async tryAcquire(key: string, options?: AcquireOptions): Promise<Lock | null> {
-    const lock = await this.obtain(key, { ...options, waitTimeout: 0 }, false);
-    return lock ?? null;
+    const resolved = resolveAcquireOptions(options, this.defaults);
+    return (await this.obtain(key, { ...resolved, waitTimeout: 0 }, false)) ?? null;
   }
 
   /**
@@ -89,7 +93,8 @@ export class LockService implements LockOwner, OnApplicationShutdown {
    * keeps the lock alive, and releases it when `fn` settles. If the lock was lost while `fn`
    * ran, rejects with {@link LockLostError} after `fn` settles (unless `fn` itself threw), so
    * that the caller learns that the work was not protected. Inside `fn`, {@link current}
-   * returns the lock.
+   * returns the lock. Reentrant: inside work that already holds `key` (in the same async call
+   * chain), `fn` runs at once under the lock held further out.
    */
   async using<T>(
     key: string,
@@ -97,17 +102,8 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     options?: AcquireOptions,
   ): Promise<T> {
     if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function');
-    const lock = (await this.obtain(key, options, true)) as HeldLock;
-    let result: T;
-    try {
-      result = await this.context.run(lock, () => fn(lock));
-    } catch (error) {
-      await this.releaseAfterWork(lock);
-      throw error;
-    }
-    await this.releaseAfterWork(lock);
-    if (lock.signal.aborted) throw lock.signal.reason;
-    return result;
+    const resolved = resolveAcquireOptions(options, this.defaults);
+    return this.runLocked([key], resolved, () => fn(this.current() as Lock));
   }
 
   /** Whether anybody (this process or another) holds the lock on `key`. */
@@ -115,9 +111,77 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     return this.store.isLocked(toRedisKey(this.options.keyPrefix, key));
   }
 
-  /** Inside {@link using} or a `@WithLock` method: the lock the work runs under. */
+  /**
+   * Inside {@link using} or a `@WithLock` method: the lock the work runs under (for a lock on
+   * several keys, the lock on the first key in sorted order).
+   */
   current(): Lock | undefined {
-    return this.context.getStore();
+    return this.context.getStore()?.current;
+  }
+
+  /**
+   * @internal Runs `work` holding the locks on `names`: deduplicated and taken in sorted order
+   * (so that two calls on the same keys cannot deadlock), reusing those that the surrounding
+   * work in the same async call chain already holds. When the locks end they are released, or,
+   * with `holdFor`, left to expire `holdFor` ms after they were taken. Rejects with the
+   * `LockLostError` of a lock lost during `work` once `work` settles, unless `work` threw.
+   */
+  async runLocked<T>(
+    names: readonly string[],
+    options: ResolvedAcquireOptions,
+    work: () => Promise<T> | T,
+    hooks: {
+      holdFor?: number;
+      /** Answers for the call when a lock is held by someone else (instead of throwing). */
+      onHeld?: (error: LockNotAcquiredError) => T;
+    } = {},
+  ): Promise<T> {
+    const { holdFor, onHeld } = hooks;
+    const keys = [
+      ...new Map(names.map((name) => [toRedisKey(this.options.keyPrefix, name), name])),
+    ].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const outer = this.context.getStore()?.locks;
+    const deadline = monotonicNow() + options.waitTimeout;
+    const taken: HeldLock[] = [];
+    const all: HeldLock[] = [];
+    try {
+      for (const [key, name] of keys) {
+        const reused = outer?.get(key);
+        if (reused?.held) {
+          all.push(reused);
+          continue;
+        }
+        const waitTimeout = Math.max(0, deadline - monotonicNow());
+        const lock = (await this.obtain(name, { ...options, waitTimeout }, true)) as HeldLock;
+        taken.push(lock);
+        all.push(lock);
+      }
+    } catch (error) {
+      await Promise.all(taken.map((lock) => this.releaseAfterWork(lock)));
+      if (onHeld && error instanceof LockNotAcquiredError) return onHeld(error);
+      throw error;
+    }
+    const frame = {
+      current: all[0],
+      locks: new Map([...(outer ?? []), ...all.map((l) => [l.key, l] as const)]),
+    };
+    const end = () =>
+      Promise.all(
+        taken.map((lock) =>
+          holdFor === undefined ? this.releaseAfterWork(lock) : this.leaveToExpire(lock, holdFor),
+        ),
+      );
+    let result: T;
+    try {
+      result = await this.context.run(frame, work);
+    } catch (error) {
+      await end();
+      throw error;
+    }
+    await end();
+    const lost = all.find((lock) => lock.signal.aborted);
+    if (lost) throw lost.signal.reason;
+    return result;
   }
 
   /** @internal Called by {@link Lock.release}. */
@@ -156,11 +220,10 @@ export class LockService implements LockOwner, OnApplicationShutdown {
 
   private async obtain(
     name: string,
-    options: AcquireOptions | undefined,
+    resolved: ResolvedAcquireOptions,
     throwIfHeld: boolean,
   ): Promise<HeldLock | undefined> {
     const key = toRedisKey(this.options.keyPrefix, name);
-    const resolved = resolveAcquireOptions(options, this.defaults);
     if (this.closed) throw shutDownError();
     const token = randomBytes(16).toString('hex');
     const startedAt = monotonicNow();
@@ -214,6 +277,25 @@ export class LockService implements LockOwner, OnApplicationShutdown {
         first.pttl,
       ),
     );
+  }
+
+  /**
+   * Throttle mode: leaves the lock in Redis until `holdFor` ms after it was taken, or releases
+   * it now if that moment has passed. Either way this process stops renewing it.
+   */
+  private async leaveToExpire(lock: HeldLock, holdFor: number): Promise<void> {
+    const remaining = Math.ceil(lock.acquiredAt + holdFor - monotonicNow());
+    if (remaining < MIN_TTL || !lock.held) {
+      await this.releaseAfterWork(lock);
+      return;
+    }
+    try {
+      await this.watchdog.extend(lock, remaining);
+    } catch (error) {
+      this.logger.warn(`Could not set the hold time of lock "${lock.name}": ${messageOf(error)}`);
+    }
+    this.watchdog.untrack(lock);
+    lock.markReleased();
   }
 
   private async releaseAfterWork(lock: HeldLock): Promise<void> {

@@ -46,6 +46,8 @@ export class HeldLock implements Lock {
   renewAt = 0;
   /** A renewal is on its way to Redis. */
   renewing = false;
+  /** Monotonic ms at which the acquiring request was sent. */
+  readonly acquiredAt: number;
 
   constructor(
     private readonly owner: LockOwner,
@@ -58,6 +60,7 @@ export class HeldLock implements Lock {
     readonly watchdog: boolean,
     sentAt: number,
   ) {
+    this.acquiredAt = sentAt;
     this.confirmed(sentAt, ttl);
   }
 

@@ -1,0 +1,163 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
+import { isObservable, Observable, type Subscription } from 'rxjs';
+import { compileKeys, parameterNames, type KeyResolver } from './decorators/key-template.js';
+import {
+  bindLockedCall,
+  type LockedCall,
+  type WithLockMetadata,
+  type WithLockOptions,
+} from './decorators/with-lock.decorator.js';
+import { LOCK_OPTIONS, WITH_LOCK_METADATA } from './lock.constants.js';
+import { LockNotAcquiredError, LockOptionsError } from './lock.errors.js';
+import {
+  checkTtl,
+  resolveAcquireOptions,
+  type ResolvedAcquireOptions,
+  type ResolvedLockOptions,
+} from './lock.options.js';
+import { LockService } from './lock.service.js';
+
+/** A decorated method, compiled at boot. */
+interface LockedMethod {
+  keys: KeyResolver;
+  acquire: ResolvedAcquireOptions;
+  onLocked: 'throw' | 'skip';
+  holdFor?: number;
+  returnsObservable: boolean;
+  method: (...args: any[]) => unknown;
+}
+
+/**
+ * Finds `@WithLock` methods on every provider and controller when the app boots, checks their
+ * keys and options (a bad one fails the boot), and binds each to this app's {@link LockService}.
+ */
+@Injectable()
+export class LockExplorer implements OnModuleInit {
+  private readonly logger = new Logger('LockModule');
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly locks: LockService,
+    @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+  ) {}
+
+  onModuleInit(): void {
+    const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    for (const wrapper of wrappers) this.explore(wrapper);
+  }
+
+  private explore(wrapper: InstanceWrapper): void {
+    const { instance, metatype } = wrapper;
+    const staticInstance = wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
+    const prototype = staticInstance
+      ? instance && Object.getPrototypeOf(instance)
+      : (metatype as Function | undefined)?.prototype;
+    if (!prototype || typeof prototype !== 'object') return;
+    for (const name of this.scanner.getAllMethodNames(prototype)) {
+      const wrapperFn = prototype[name] as Function;
+      const metadata = Reflect.getMetadata(WITH_LOCK_METADATA, wrapperFn) as
+        WithLockMetadata | undefined;
+      if (!metadata) continue;
+      const className = prototype.constructor.name;
+      const call = this.lockedCall(this.compile(metadata, className, name, prototype));
+      if (staticInstance) {
+        bindLockedCall(instance as object, wrapperFn, call);
+      } else {
+        this.logger.warn(
+          `${className} is request-scoped or transient: its @WithLock method ${name}() is bound ` +
+            'through the class, so every instance of it uses the LockService of the app that ' +
+            'booted last.',
+        );
+        bindLockedCall(prototype.constructor, wrapperFn, call);
+      }
+    }
+  }
+
+  private compile(
+    metadata: WithLockMetadata,
+    className: string,
+    methodName: string,
+    prototype: object,
+  ): LockedMethod {
+    const where = `@WithLock on ${className}.${methodName}`;
+    const {
+      onLocked = 'throw',
+      holdFor,
+      ...acquireOptions
+    } = (metadata.options ?? {}) as WithLockOptions;
+    const defaults = { ttl: this.options.ttl, waitTimeout: 0, watchdog: this.options.watchdog };
+    const acquire = resolveAcquireOptions(acquireOptions, defaults, where);
+    if (onLocked !== 'throw' && onLocked !== 'skip') {
+      throw new LockOptionsError('onLocked', onLocked, `'throw' or 'skip'`, where);
+    }
+    if (holdFor !== undefined) checkTtl('holdFor', holdFor, where);
+    const { names, hasRest } = parameterNames(metadata.method);
+    const returnType: unknown = Reflect.getMetadata('design:returntype', prototype, methodName);
+    return {
+      keys: compileKeys(metadata.key, { className, methodName, parameters: names, hasRest }),
+      acquire,
+      onLocked,
+      holdFor,
+      returnsObservable: returnType === Observable,
+      method: metadata.method,
+    };
+  }
+
+  private lockedCall(locked: LockedMethod): LockedCall {
+    return locked.returnsObservable
+      ? (self, args) => this.observe(locked, self, args)
+      : (self, args) => this.invoke(locked, args, () => locked.method.apply(self, args));
+  }
+
+  /** Runs one call under its locks; what a held lock does depends on `onLocked` and `holdFor`. */
+  private async invoke(
+    locked: LockedMethod,
+    args: unknown[],
+    work: () => unknown,
+  ): Promise<unknown> {
+    const keys = locked.keys(args);
+    return this.locks.runLocked(keys, locked.acquire, work, {
+      holdFor: locked.holdFor,
+      onHeld: (error) => {
+        if (locked.onLocked === 'skip') return undefined;
+        if (locked.holdFor === undefined) throw error;
+        throw new LockNotAcquiredError(error.key, error.waitedMs, error.retryAfterMs, true);
+      },
+    });
+  }
+
+  /**
+   * A method that returns an Observable: the lock is taken on subscription and held until the
+   * stream completes, errors, or the subscriber (e.g. an SSE client that went away) unsubscribes.
+   */
+  private observe(locked: LockedMethod, self: object, args: unknown[]): Observable<unknown> {
+    return new Observable((subscriber) => {
+      let inner: Subscription | undefined;
+      let unsubscribed = false;
+      let finish!: { resolve: () => void; reject: (error: unknown) => void };
+      const ended = new Promise<void>((resolve, reject) => (finish = { resolve, reject }));
+      this.invoke(locked, args, () => {
+        if (unsubscribed) return undefined;
+        const source = locked.method.apply(self, args);
+        if (!isObservable(source)) return source;
+        inner = source.subscribe({
+          next: (value) => subscriber.next(value),
+          error: finish.reject,
+          complete: finish.resolve,
+        });
+        return ended;
+      }).then(
+        () => subscriber.complete(),
+        (error: unknown) => subscriber.error(error),
+      );
+      return () => {
+        unsubscribed = true;
+        inner?.unsubscribe();
+        finish.resolve();
+      };
+    });
+  }
+}
