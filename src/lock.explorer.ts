@@ -6,6 +6,7 @@ import { compileKeys, parameterNames, type KeyResolver } from './decorators/key-
 import {
   bindLockedCall,
   type LockedCall,
+  type LockedMethodWrapper,
   type WithLockMetadata,
   type WithLockOptions,
 } from './decorators/with-lock.decorator.js';
@@ -54,10 +55,10 @@ export class LockExplorer implements OnModuleInit {
     const staticInstance = wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
     const prototype = staticInstance
       ? instance && Object.getPrototypeOf(instance)
-      : (metatype as Function | undefined)?.prototype;
+      : (metatype as { prototype?: object } | undefined)?.prototype;
     if (!prototype || typeof prototype !== 'object') return;
     for (const name of this.scanner.getAllMethodNames(prototype)) {
-      const wrapperFn = prototype[name] as Function;
+      const wrapperFn = (prototype as Record<string, LockedMethodWrapper>)[name];
       const metadata = Reflect.getMetadata(WITH_LOCK_METADATA, wrapperFn) as
         WithLockMetadata | undefined;
       if (!metadata) continue;

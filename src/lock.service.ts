@@ -188,7 +188,14 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   async releaseLock(lock: HeldLock): Promise<boolean> {
     if (!lock.markReleased()) return false;
     this.watchdog.untrack(lock);
-    const deleted = await this.store.release(lock.key, lock.token);
+    let deleted: boolean;
+    try {
+      deleted = await this.store.release(lock.key, lock.token);
+    } catch (error) {
+      lock.markHeldAgain();
+      this.watchdog.track(lock);
+      throw error;
+    }
     if (!deleted) lock.markLost('it had expired or been taken before it was released');
     return deleted;
   }
@@ -209,9 +216,11 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     this.closed = true;
     this.waiters.close(shutDownError());
     const held = this.watchdog.stop();
+    // Work may still run under these locks: tell it before another process can take them.
+    for (const lock of held) lock.markLost('the lock service shut down');
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled(held.map((lock) => this.releaseLock(lock))),
+      Promise.allSettled(held.map((lock) => this.store.release(lock.key, lock.token))),
       new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_RELEASE_TIMEOUT))),
     ]);
     clearTimeout(timer);
@@ -309,7 +318,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   }
 
   private onLost(lock: HeldLock, reason: string, kind: LossKind): void {
-    if (!lock.markLost(reason)) return;
+    if (!lock.markLost(reason) || kind === 'expired') return;
     this.logger.warn(new LockLostError(lock.name, reason).message);
     if (kind === 'timeout') {
       // Redis may still hold it for us (only the replies were late): free it for the others.

@@ -48,6 +48,7 @@ export class HeldLock implements Lock {
   renewing = false;
   /** Monotonic ms at which the acquiring request was sent. */
   readonly acquiredAt: number;
+  private confirmedAt = -Infinity;
 
   constructor(
     private readonly owner: LockOwner,
@@ -56,6 +57,7 @@ export class HeldLock implements Lock {
     readonly key: string,
     readonly token: string,
     readonly fencingToken: number,
+    /** The TTL that renewals ask for. */
     public ttl: number,
     readonly watchdog: boolean,
     sentAt: number,
@@ -80,9 +82,14 @@ export class HeldLock implements Lock {
     return this.owner.extendLock(this, ttl);
   }
 
-  /** Redis confirmed the lock with `ttl` for a request sent at monotonic time `sentAt`. */
+  /**
+   * Redis confirmed the lock with `ttl` for a request sent at monotonic time `sentAt`. Redis
+   * applies one connection's requests in the order they were sent, so a confirmation of an
+   * earlier request than the last one confirmed says nothing new.
+   */
   confirmed(sentAt: number, ttl: number): void {
-    this.ttl = ttl;
+    if (sentAt < this.confirmedAt) return;
+    this.confirmedAt = sentAt;
     this.validUntil = sentAt + ttl - Math.floor(ttl * DRIFT_FACTOR) - DRIFT_MS;
     this.renewAt = sentAt + Math.floor(ttl / 3);
   }
@@ -92,6 +99,11 @@ export class HeldLock implements Lock {
     if (this.state !== 'held') return false;
     this.state = 'released';
     return true;
+  }
+
+  /** Undoes {@link markReleased} when the release never reached Redis. */
+  markHeldAgain(): void {
+    if (this.state === 'released') this.state = 'held';
   }
 
   /** Marks the lock lost and aborts its signal; `false` if it had already ended. */

@@ -1,8 +1,12 @@
 import { monotonicNow, type HeldLock } from './lock.js';
 import type { LockStore } from './store/lock-store.interface.js';
 
-/** Why a lock is declared lost; `timeout` means Redis may still hold it for us. */
-export type LossKind = 'gone' | 'timeout';
+/**
+ * Why a lock ended: `gone` (Redis no longer has our token), `timeout` (renewals did not get
+ * through in time, so Redis may still hold it for us), `expired` (a lock without the watchdog
+ * reached the end of its TTL, as it was meant to).
+ */
+export type LossKind = 'gone' | 'timeout' | 'expired';
 
 /** Longest pause before retrying a renewal that failed to reach Redis. */
 const MAX_RETRY_DELAY = 1_000;
@@ -49,6 +53,7 @@ export class Watchdog {
   /** Compare-and-pexpire one lock now (the user's `extend`). */
   async extend(lock: HeldLock, ttl: number): Promise<boolean> {
     const sentAt = monotonicNow();
+    lock.ttl = ttl;
     const [renewed] = await this.store.renew([{ key: lock.key, token: lock.token, ttl }]);
     if (!this.locks.has(lock)) return false;
     if (!renewed) {
@@ -74,7 +79,7 @@ export class Watchdog {
     }
     clearTimeout(this.expiries.get(lock));
     const timer = setTimeout(
-      () => this.lose(lock, `its TTL of ${lock.ttl} ms ran out without renewal`, 'timeout'),
+      () => this.lose(lock, `its TTL of ${lock.ttl} ms ran out without renewal`, 'expired'),
       Math.max(0, lock.validUntil - monotonicNow()),
     );
     timer.unref();
@@ -127,7 +132,7 @@ export class Watchdog {
           lock.renewing = false;
           if (!this.locks.has(lock)) return;
           if (renewed[i]) {
-            lock.confirmed(sentAt, lock.ttl);
+            lock.confirmed(sentAt, entries[i].ttl);
             this.wakeAt(lock.renewAt);
           } else {
             this.lose(lock, 'its token was gone or replaced in Redis', 'gone');

@@ -32,14 +32,21 @@ export interface WithLockMetadata {
 /** Runs one call of a decorated method; installed per instance by the lock explorer. */
 export type LockedCall = (self: object, args: unknown[]) => unknown;
 
-const instanceCalls = new WeakMap<object, Map<Function, LockedCall>>();
-const classCalls = new WeakMap<Function, Map<Function, LockedCall>>();
+/** A decorated method as installed on the prototype. */
+export type LockedMethodWrapper = (...args: unknown[]) => unknown;
+
+const instanceCalls = new WeakMap<object, Map<LockedMethodWrapper, LockedCall>>();
+const classCalls = new WeakMap<object, Map<LockedMethodWrapper, LockedCall>>();
 
 /**
  * @internal Makes `call` run the decorated method `wrapper` for `owner`: an instance, or a class
  * whose instances are created per request.
  */
-export function bindLockedCall(owner: object, wrapper: Function, call: LockedCall): void {
+export function bindLockedCall(
+  owner: object,
+  wrapper: LockedMethodWrapper,
+  call: LockedCall,
+): void {
   const registry = typeof owner === 'function' ? classCalls : instanceCalls;
   let calls = registry.get(owner);
   if (!calls) registry.set(owner, (calls = new Map()));

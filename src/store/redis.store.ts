@@ -1,4 +1,4 @@
-import { Redis, type Cluster, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { LockConnectionError, messageOf } from '../lock.errors.js';
 import { fenceKeyOf } from '../lock.keys.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
@@ -24,8 +24,8 @@ export interface RedisLockStoreOptions {
 
 /**
  * The lock store on one Redis server (or a client the user configured), with release
- * notifications over pub/sub: one subscriber connection per store, one channel per key that has
- * waiters in this process, named after the key so that it lives in the key's cluster slot.
+ * notifications over pub/sub: one subscriber connection per store, and one channel per key that
+ * has waiters in this process, named after the key.
  */
 export class RedisLockStore implements LockStore {
   private readonly client: Redis | Cluster;
@@ -52,21 +52,25 @@ export class RedisLockStore implements LockStore {
     const [acquired, value] = (await reply.catch((error) => {
       // An attempt that timed out may still succeed on the server later; free what it took.
       void reply.late.then(
-        (late) => (late as number[] | undefined)?.[0] === 1 && this.release(key, token),
+        (late) =>
+          Number((late as unknown[] | undefined)?.[0]) === 1
+            ? this.release(key, token).catch(() => undefined)
+            : undefined,
         () => undefined,
       );
       throw error;
-    })) as [number, number];
-    return acquired === 1
-      ? { acquired: true, fencingToken: value }
-      : { acquired: false, pttl: value };
+    })) as [number | string, number | string];
+    // Number(): a client configured with ioredis's `stringNumbers` answers integers as strings.
+    return Number(acquired) === 1
+      ? { acquired: true, fencingToken: Number(value) }
+      : { acquired: false, pttl: Number(value) };
   }
 
   async release(key: string, token: string): Promise<boolean> {
     const reply = await this.command(key, 'release', () =>
       RELEASE_SCRIPT.run(this.client, [key], [token, key]),
     );
-    return reply === 1;
+    return Number(reply) === 1;
   }
 
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
@@ -83,12 +87,12 @@ export class RedisLockStore implements LockStore {
         ),
       );
     }
-    const replies = (await Promise.all(chunks)) as number[][];
-    return replies.flat().map((renewed) => renewed === 1);
+    const replies = (await Promise.all(chunks)) as unknown[][];
+    return replies.flat().map((renewed) => Number(renewed) === 1);
   }
 
   async isLocked(key: string): Promise<boolean> {
-    return (await this.command(key, 'isLocked', () => this.client.exists(key))) === 1;
+    return Number(await this.command(key, 'isLocked', () => this.client.exists(key))) === 1;
   }
 
   async subscribe(key: string, onRelease: () => void): Promise<() => void> {
@@ -125,7 +129,11 @@ export class RedisLockStore implements LockStore {
 
   private subscriberConnection(): Redis | Cluster {
     if (!this.subscriber) {
-      const subscriber = this.client.duplicate();
+      // Queue SUBSCRIBE until the new connection is ready, whatever the user's client says.
+      const subscriber =
+        this.client instanceof Cluster
+          ? this.client.duplicate()
+          : this.client.duplicate({ enableOfflineQueue: true });
       subscriber.on('error', (error) => this.options.onError('Redis subscriber error', error));
       subscriber.on('message', (channel: string) => {
         for (const listener of this.listeners.get(channel) ?? []) listener();

@@ -74,8 +74,8 @@ class Accounts {
     return this.record([from, to]);
   }
 
-  @WithLock('skip:<id>', { onLocked: 'skip' })
-  async skippable(id: string, hold: Promise<void>) {
+  @WithLock('skip:<0>', { onLocked: 'skip' })
+  async skippable(_id: string, hold: Promise<void>) {
     this.skippedRuns++;
     await hold;
     return 'ran';
@@ -311,10 +311,10 @@ describe('@WithLock key values are checked before Redis is touched', () => {
 });
 
 describe('@WithLock at boot', () => {
-  const boot = async (provider: Function) => {
+  const boot = async (provider: new (...args: never[]) => object) => {
     const module = await Test.createTestingModule({
       imports: [LockModule.forRoot({ redis: sharedRedisUrl() })],
-      providers: [provider as never],
+      providers: [provider],
     }).compile();
     try {
       await module.init();

@@ -106,6 +106,8 @@ describe('shutdown', () => {
     const waiter = app.locks.acquire('x', { waitTimeout: 30_000 }).catch((e: unknown) => e);
     await app.close();
     expect(await redis.exists(...locks.map((lock) => lock.key))).toBe(0);
+    // Work still running under them learns that it is no longer protected.
+    expect(locks.map((lock) => lock.signal.aborted)).toEqual([true, true, true]);
     expect(await waiter).toMatchObject({ name: 'LockError' });
     await expect(app.locks.acquire('after')).rejects.toThrow(/shut down/);
     await redis.quit();
