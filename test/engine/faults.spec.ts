@@ -1,13 +1,7 @@
 import { Redis } from 'ioredis';
-import { LockConnectionError, LockLostError, type Lock } from '../../src/index.js';
+import { LockConnectionError, LockLostError } from '../../src/index.js';
 import { RedisServer } from '../support/redis-server.js';
-import { bootLockApp, rawClient, type LockApp } from '../support/lock-app.js';
-
-const aborted = (lock: Lock) =>
-  new Promise<unknown>((resolve) => {
-    if (lock.signal.aborted) resolve(lock.signal.reason);
-    lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true });
-  });
+import { aborted, bootLockApp, rawClient, type LockApp } from '../support/lock-app.js';
 
 describe('when the Redis server dies', () => {
   let server: RedisServer;

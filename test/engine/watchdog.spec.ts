@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
-import { LockLostError, type Lock } from '../../src/index.js';
+import { LockLostError } from '../../src/index.js';
 import { RedisServer } from '../support/redis-server.js';
 import {
+  aborted,
   bootLockApp,
   rawClient,
   sharedRedisUrl,
@@ -9,12 +10,6 @@ import {
   uniquePrefix,
   type LockApp,
 } from '../support/lock-app.js';
-
-const aborted = (lock: Lock) =>
-  new Promise<unknown>((resolve) => {
-    if (lock.signal.aborted) resolve(lock.signal.reason);
-    lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true });
-  });
 
 describe('watchdog', () => {
   const prefix = uniquePrefix();

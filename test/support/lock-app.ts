@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { LockModule, LockService, type LockModuleOptions } from '../../src/index.js';
+import { LockModule, LockService, type Lock, type LockModuleOptions } from '../../src/index.js';
 
 /** The Redis that the global setup started for this run. */
 export function sharedRedisUrl(): string {
@@ -36,3 +36,10 @@ export function rawClient(url: string): Redis {
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Resolves with the reason once the lock's signal is aborted. */
+export const aborted = (lock: Lock) =>
+  new Promise<unknown>((resolve) => {
+    if (lock.signal.aborted) resolve(lock.signal.reason);
+    lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true });
+  });
