@@ -307,10 +307,16 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     lock.markReleased();
   }
 
+  /**
+   * Releases a lock whose work has ended. Nobody will retry a release that fails here, so the
+   * lock is then left to expire instead of being renewed again.
+   */
   private async releaseAfterWork(lock: HeldLock): Promise<void> {
     try {
       await this.releaseLock(lock);
     } catch (error) {
+      this.watchdog.untrack(lock);
+      lock.markReleased();
       this.logger.warn(
         `Could not release lock "${lock.name}" (it will expire by its TTL): ${messageOf(error)}`,
       );

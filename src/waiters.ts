@@ -63,13 +63,7 @@ export class Waiters {
 
   /** Fails every waiting caller with `error` and ends all subscriptions. */
   close(error: Error): void {
-    for (const queue of this.queues.values()) {
-      for (const waiter of queue.waiters.splice(0)) {
-        clearTimeout(queue.timeouts.get(waiter));
-        waiter.failed(error);
-      }
-      this.end(queue);
-    }
+    for (const queue of this.queues.values()) this.failAll(queue, error);
   }
 
   private open(key: string, pttl: number): KeyQueue {
@@ -94,15 +88,17 @@ export class Waiters {
           if (queue.closed) unsubscribe();
           else this.next(queue);
         },
-        (error: unknown) => {
-          for (const waiter of queue.waiters.splice(0)) {
-            clearTimeout(queue.timeouts.get(waiter));
-            waiter.failed(error);
-          }
-          this.end(queue);
-        },
+        (error: unknown) => this.failAll(queue, error),
       );
     return queue;
+  }
+
+  private failAll(queue: KeyQueue, error: unknown): void {
+    for (const waiter of queue.waiters.splice(0)) {
+      clearTimeout(queue.timeouts.get(waiter));
+      waiter.failed(error);
+    }
+    this.end(queue);
   }
 
   private onRelease(queue: KeyQueue): void {
