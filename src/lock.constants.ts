@@ -12,6 +12,12 @@ export const MIN_TTL = 10;
 /** Longest TTL or timeout accepted: the largest delay a Node.js timer can hold. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * How long a fencing counter outlives its last acquisition. Tokens have the server clock as a
+ * floor, so the counter only has to bridge small clock corrections, not live forever.
+ */
+export const FENCE_TTL = 3_600_000;
+
 /** Injection tokens (private to the package). */
 export const LOCK_OPTIONS = Symbol('lock:options');
 export const LOCK_STORE = Symbol('lock:store');

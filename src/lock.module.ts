@@ -18,6 +18,7 @@ import {
 } from './lock.options.js';
 import { LockService } from './lock.service.js';
 import type { LockStore } from './store/lock-store.interface.js';
+import { MemoryLockStore } from './store/memory.store.js';
 import { createRedisClient, RedisLockStore } from './store/redis.store.js';
 
 const providers: Provider[] = [
@@ -29,6 +30,7 @@ const providers: Provider[] = [
   {
     provide: LOCK_STORE,
     useFactory: (options: ResolvedLockOptions): LockStore => {
+      if (options.store === 'memory') return new MemoryLockStore();
       const logger = new Logger(LockModule.name);
       const { redis } = options;
       const given = isRedisClient(redis);

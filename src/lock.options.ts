@@ -29,6 +29,12 @@ export interface LockModuleOptions {
   waitTimeout?: number;
   /** Renew held locks every `ttl / 3` while they are held. Default `true`. */
   watchdog?: boolean;
+  /**
+   * Where locks live: `'redis'` (the default), or `'memory'`, a store inside this process with
+   * the same semantics that is NOT distributed, for single-instance apps and unit tests. With
+   * `'memory'`, leave `redis` unset.
+   */
+  store?: 'redis' | 'memory';
   /** Longest wait for one Redis round trip before it counts as a connection failure, in ms. Default 5 000. */
   commandTimeout?: number;
 }
@@ -45,6 +51,7 @@ export interface AcquireOptions {
 
 /** Module options after validation, with every default filled in. */
 export interface ResolvedLockOptions {
+  store: 'redis' | 'memory';
   redis: string | RedisOptions | Redis | Cluster;
   keyPrefix: string;
   ttl: number;
@@ -63,6 +70,7 @@ const MODULE_OPTION_NAMES = new Set([
   'waitTimeout',
   'watchdog',
   'commandTimeout',
+  'store',
   'isGlobal',
 ]);
 const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog']);
@@ -74,7 +82,15 @@ const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog']);
 export function resolveModuleOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
   const given = requireObject('options', options ?? {});
   rejectUnknown(given, MODULE_OPTION_NAMES);
+  const store = given.store ?? 'redis';
+  if (store !== 'redis' && store !== 'memory') {
+    throw new LockOptionsError('store', store, `'redis' or 'memory'`);
+  }
+  if (store === 'memory' && given.redis !== undefined) {
+    throw new LockOptionsError('redis', given.redis, `nothing with store: 'memory'`);
+  }
   return {
+    store,
     redis: resolveRedis(given.redis),
     keyPrefix: resolveKeyPrefix(given.keyPrefix),
     ttl: checkTtl('ttl', given.ttl ?? DEFAULT_TTL),

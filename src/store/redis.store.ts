@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { FENCE_TTL } from '../lock.constants.js';
 import { LockConnectionError, messageOf } from '../lock.errors.js';
 import { fenceKeyOf } from '../lock.keys.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
@@ -6,8 +7,6 @@ import { RELEASE_SCRIPT } from '../scripts/release.script.js';
 import { RENEW_SCRIPT } from '../scripts/renew.script.js';
 import type { AcquireAttempt, LockStore, RenewalEntry } from './lock-store.interface.js';
 
-/** How long a fencing counter outlives its last acquisition (see the acquire script). */
-const FENCE_TTL = 3_600_000;
 /** Keys per renewal script call, so that one call never blocks Redis for long. */
 const RENEW_CHUNK = 500;
 /** How long `close()` waits for a polite QUIT before dropping a connection. */

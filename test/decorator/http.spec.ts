@@ -12,11 +12,11 @@ import {
 import { Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
 import { interval, map, Observable, take } from 'rxjs';
 import request from 'supertest';
 import { LockModule, WithLock } from '../../src/index.js';
-import { rawClient, sharedRedisUrl, sleep, uniquePrefix } from '../support/lock-app.js';
+import { backends, type Backend } from '../support/backends.js';
+import { sleep, uniquePrefix } from '../support/lock-app.js';
 
 const Audited = (label: string) => SetMetadata('audit', label);
 
@@ -64,27 +64,27 @@ class ShopController {
   }
 }
 
-describe('@WithLock on controller route handlers', () => {
+describe.each(backends)('@WithLock on controller route handlers (%s store)', (_, makeBackend) => {
   const prefix = uniquePrefix();
   let app: INestApplication;
-  let redis: Redis;
+  let store: Backend;
   let gate: Gate;
 
   beforeAll(async () => {
+    store = makeBackend();
     const module = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: sharedRedisUrl(), keyPrefix: prefix })],
+      imports: [LockModule.forRoot(store.options({ keyPrefix: prefix }))],
       controllers: [ShopController],
       providers: [Gate],
     }).compile();
     app = module.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');
     gate = app.get(Gate);
-    redis = rawClient(sharedRedisUrl());
   });
 
   afterAll(async () => {
     await app.close();
-    await redis.quit();
+    await store.close();
   });
 
   it('answers a concurrent edit with 409 Conflict, without leaking the key prefix', async () => {
@@ -99,7 +99,7 @@ describe('@WithLock on controller route handlers', () => {
     expect(JSON.stringify(second.body)).not.toContain(prefix);
     gate.open();
     expect((await first).body).toEqual({ edited: '123' });
-    expect(await redis.exists(`${prefix}product:123`)).toBe(0);
+    expect(await store.exists(`${prefix}product:123`)).toBe(0);
   });
 
   it('answers a second submit within holdFor with 429 and Retry-After, and accepts after it', async () => {
@@ -126,10 +126,10 @@ describe('@WithLock on controller route handlers', () => {
       .get('/reports/r1')
       .then((r) => r);
     await sleep(150);
-    expect(await redis.exists(`${prefix}report:r1`)).toBe(1);
+    expect(await store.exists(`${prefix}report:r1`)).toBe(1);
     expect((await request(app.getHttpServer()).get('/reports/r1')).status).toBe(409);
     expect((await response).status).toBe(200);
-    expect(await redis.exists(`${prefix}report:r1`)).toBe(0);
+    expect(await store.exists(`${prefix}report:r1`)).toBe(0);
   });
 
   it('releases the lock of an SSE stream when the client goes away', async () => {
@@ -145,12 +145,12 @@ describe('@WithLock on controller route handlers', () => {
         received += new TextDecoder().decode(chunk.value);
       }
       expect(received).toContain('f1:');
-      expect(await redis.exists(`${prefix}feed:f1`)).toBe(1);
+      expect(await store.exists(`${prefix}feed:f1`)).toBe(1);
     } finally {
       controller.abort();
       await reader.cancel().catch(() => undefined);
     }
-    for (let i = 0; i < 100 && (await redis.exists(`${prefix}feed:f1`)) === 1; i++) await sleep(20);
-    expect(await redis.exists(`${prefix}feed:f1`)).toBe(0);
+    for (let i = 0; i < 100 && (await store.exists(`${prefix}feed:f1`)) === 1; i++) await sleep(20);
+    expect(await store.exists(`${prefix}feed:f1`)).toBe(0);
   });
 });

@@ -1,6 +1,5 @@
 import { Injectable, HttpException } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import {
   LockError,
   LockKeyResolutionError,
@@ -13,7 +12,8 @@ import {
   type Lock,
 } from '../../src/index.js';
 import { RedisServer } from '../support/redis-server.js';
-import { rawClient, sharedRedisUrl, sleep, uniquePrefix } from '../support/lock-app.js';
+import { backends, type Backend } from '../support/backends.js';
+import { sharedRedisUrl, sleep, uniquePrefix } from '../support/lock-app.js';
 
 interface Dto {
   user: { id: unknown };
@@ -28,7 +28,7 @@ class Accounts {
 
   constructor(
     readonly locks: LockService,
-    readonly redis: Redis,
+    readonly store: Backend,
   ) {}
 
   /** A non-atomic read-modify-write that loses updates if two calls overlap. */
@@ -37,9 +37,9 @@ class Accounts {
     this.running++;
     this.maxRunning = Math.max(this.maxRunning, this.running);
     const counter = `${userId}:balance`;
-    const value = Number((await this.redis.get(counter)) ?? '0');
+    const value = Number((await this.store.get(counter)) ?? '0');
     await sleep(5);
-    await this.redis.set(counter, String(value + 1));
+    await this.store.set(counter, String(value + 1));
     this.running--;
   }
 
@@ -102,7 +102,7 @@ class Accounts {
   @WithLock('lost:<0>', { ttl: 300 })
   async loseLock(_id: string) {
     const lock = this.locks.current() as Lock;
-    await this.redis.del(lock.key);
+    await this.store.del(lock.key);
     await new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
     return 'finished after the loss';
   }
@@ -119,21 +119,21 @@ class Accounts {
   }
 }
 
-describe('@WithLock on a service method', () => {
+describe.each(backends)('@WithLock on a service method (%s store)', (_, makeBackend) => {
   const prefix = uniquePrefix();
-  let redis: Redis;
+  let store: Backend;
   let accounts: Accounts;
   let close: () => Promise<void>;
 
   beforeAll(async () => {
-    redis = rawClient(sharedRedisUrl());
+    store = makeBackend();
     const module = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: sharedRedisUrl(), keyPrefix: prefix })],
-      providers: [Accounts, { provide: 'REDIS', useValue: redis }],
+      imports: [LockModule.forRoot(store.options({ keyPrefix: prefix }))],
+      providers: [Accounts],
     })
       .overrideProvider(Accounts)
       .useFactory({
-        factory: (locks: LockService) => new Accounts(locks, redis),
+        factory: (locks: LockService) => new Accounts(locks, store),
         inject: [LockService],
       })
       .compile();
@@ -144,13 +144,13 @@ describe('@WithLock on a service method', () => {
 
   afterAll(async () => {
     await close();
-    await redis.quit();
+    await store.close();
   });
 
   it('serialises calls with the same argument: no update lost, never two at once', async () => {
     const user = `${prefix}same`;
     await Promise.all(Array.from({ length: 20 }, () => accounts.deposit(user)));
-    expect(Number(await redis.get(`${user}:balance`))).toBe(20);
+    expect(Number(await store.get(`${user}:balance`))).toBe(20);
     expect(accounts.maxRunning).toBe(1);
   });
 
@@ -168,7 +168,7 @@ describe('@WithLock on a service method', () => {
     expect((await accounts.mixed({ id: 'x' }, { id: 'y' })).key).toBe(`${prefix}transfer:x:y`);
     expect((await accounts.byFunction({ id: 'o9' })).key).toBe(`${prefix}order:o9`);
     expect((await accounts.transfer('b', 'a')).key).toBe(`${prefix}account:a`);
-    expect(await redis.exists(`${prefix}account:a`, `${prefix}account:b`)).toBe(0);
+    expect(await store.exists(`${prefix}account:a`, `${prefix}account:b`)).toBe(0);
   });
 
   it('escapes values so that user input cannot change the key structure', async () => {
@@ -222,7 +222,7 @@ describe('@WithLock on a service method', () => {
 
   it('holdFor keeps the lock until the window ends, then lets the next call in', async () => {
     expect(await accounts.throttled('t')).toBe('submitted t');
-    expect(await redis.pttl(`${prefix}throttle:t`)).toBeGreaterThan(0);
+    expect(await store.pttl(`${prefix}throttle:t`)).toBeGreaterThan(0);
     const error = await accounts.throttled('t').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockNotAcquiredError);
     expect(error).toMatchObject({ throttled: true });
@@ -240,7 +240,7 @@ describe('@WithLock on a service method', () => {
     release();
     const { outerLock, inner } = await running;
     expect(inner).toBe(outerLock);
-    expect(await redis.exists(`${prefix}nested:r`)).toBe(0);
+    expect(await store.exists(`${prefix}nested:r`)).toBe(0);
   });
 
   it('shows the running method its lock through LockService.current()', async () => {
@@ -258,7 +258,7 @@ describe('@WithLock on a service method', () => {
   it("passes the method's own errors through untouched and releases the lock", async () => {
     const own = new HttpException('teapot', 418);
     await expect(accounts.fails('e', own)).rejects.toBe(own);
-    expect(await redis.exists(`${prefix}throws:e`)).toBe(0);
+    expect(await store.exists(`${prefix}throws:e`)).toBe(0);
   });
 });
 

@@ -35,6 +35,8 @@ describe('LockModule options are validated at boot', () => {
     ['a URL with a non-numeric database', { redis: 'redis://localhost:6379/cache' }, 'redis'],
     ['not a URL at all', { redis: 'localhost' }, 'redis'],
     ['a number for redis', { redis: 6379 }, 'redis'],
+    ['an unknown store', { store: 'disk' }, 'store'],
+    ['a Redis URL with the memory store', { store: 'memory', redis: 'redis://h:1' }, 'redis'],
   ];
 
   it.each(invalid)(

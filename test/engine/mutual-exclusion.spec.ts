@@ -1,63 +1,57 @@
-import { Redis } from 'ioredis';
 import type { LockService } from '../../src/index.js';
-import {
-  bootLockApp,
-  rawClient,
-  sharedRedisUrl,
-  sleep,
-  uniquePrefix,
-  type LockApp,
-} from '../support/lock-app.js';
+import { backends, type Backend } from '../support/backends.js';
+import { bootLockApp, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
 
 /**
  * A non-atomic read-modify-write of a counter in Redis: read, pause, write back + 1. Two
  * overlapping runs lose an update, so the final count proves whether exclusion held.
  */
-async function unsafeIncrement(redis: Redis, counter: string): Promise<void> {
-  const value = Number((await redis.get(counter)) ?? '0');
+async function unsafeIncrement(store: Backend, counter: string): Promise<void> {
+  const value = Number((await store.get(counter)) ?? '0');
   await sleep(Math.random() * 3);
-  await redis.set(counter, String(value + 1));
+  await store.set(counter, String(value + 1));
 }
 
-describe('mutual exclusion across LockService instances on separate connections', () => {
-  const prefix = uniquePrefix();
-  const apps: LockApp[] = [];
-  let redis: Redis;
+describe.each(backends)(
+  'mutual exclusion across LockService instances (%s store)',
+  (_, makeBackend) => {
+    const prefix = uniquePrefix();
+    const apps: LockApp[] = [];
+    let store: Backend;
 
-  beforeAll(async () => {
-    for (let i = 0; i < 3; i++) {
-      apps.push(
-        await bootLockApp({ redis: sharedRedisUrl(), keyPrefix: prefix, waitTimeout: 60_000 }),
+    beforeAll(async () => {
+      store = makeBackend();
+      for (let i = 0; i < 3; i++) {
+        apps.push(await bootLockApp(store.options({ keyPrefix: prefix, waitTimeout: 60_000 })));
+      }
+    });
+
+    afterAll(async () => {
+      await Promise.all(apps.map((app) => app.close()));
+      await store.close();
+    });
+
+    it('the same read-modify-write loses updates without a lock (the check can fail)', async () => {
+      const counter = `${prefix}counter:unlocked`;
+      await Promise.all(Array.from({ length: 30 }, () => unsafeIncrement(store, counter)));
+      expect(Number(await store.get(counter))).toBeLessThan(30);
+    });
+
+    it('loses no update when 90 concurrent callers on 3 services run it under one lock', async () => {
+      const counter = `${prefix}counter:locked`;
+      const callers = Array.from({ length: 90 }, (_, i) => apps[i % apps.length].locks);
+      const fences: number[] = [];
+      await Promise.all(
+        callers.map((locks: LockService) =>
+          locks.using('counter', async (lock) => {
+            fences.push(lock.fencingToken);
+            await unsafeIncrement(store, counter);
+          }),
+        ),
       );
-    }
-    redis = rawClient(sharedRedisUrl());
-  });
-
-  afterAll(async () => {
-    await Promise.all(apps.map((app) => app.close()));
-    await redis.quit();
-  });
-
-  it('the same read-modify-write loses updates without a lock (the check can fail)', async () => {
-    const counter = `${prefix}counter:unlocked`;
-    await Promise.all(Array.from({ length: 30 }, () => unsafeIncrement(redis, counter)));
-    expect(Number(await redis.get(counter))).toBeLessThan(30);
-  });
-
-  it('loses no update when 90 concurrent callers on 3 services run it under one lock', async () => {
-    const counter = `${prefix}counter:locked`;
-    const callers = Array.from({ length: 90 }, (_, i) => apps[i % apps.length].locks);
-    const fences: number[] = [];
-    await Promise.all(
-      callers.map((locks: LockService) =>
-        locks.using('counter', async (lock) => {
-          fences.push(lock.fencingToken);
-          await unsafeIncrement(redis, counter);
-        }),
-      ),
-    );
-    expect(Number(await redis.get(counter))).toBe(90);
-    expect(fences).toEqual([...fences].sort((a, b) => a - b));
-    expect(new Set(fences).size).toBe(90);
-  });
-});
+      expect(Number(await store.get(counter))).toBe(90);
+      expect(fences).toEqual([...fences].sort((a, b) => a - b));
+      expect(new Set(fences).size).toBe(90);
+    });
+  },
+);

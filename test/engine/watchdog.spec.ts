@@ -5,34 +5,34 @@ import {
   aborted,
   bootLockApp,
   rawClient,
-  sharedRedisUrl,
   sleep,
   uniquePrefix,
   type LockApp,
 } from '../support/lock-app.js';
+import { backends, type Backend } from '../support/backends.js';
 
-describe('watchdog', () => {
+describe.each(backends)('watchdog (%s store)', (_, makeBackend) => {
   const prefix = uniquePrefix();
   let app: LockApp;
   let other: LockApp;
-  let redis: Redis;
+  let store: Backend;
 
   beforeAll(async () => {
-    app = await bootLockApp({ redis: sharedRedisUrl(), keyPrefix: prefix });
-    other = await bootLockApp({ redis: sharedRedisUrl(), keyPrefix: prefix });
-    redis = rawClient(sharedRedisUrl());
+    store = makeBackend();
+    app = await bootLockApp(store.options({ keyPrefix: prefix }));
+    other = await bootLockApp(store.options({ keyPrefix: prefix }));
   });
 
   afterAll(async () => {
     await Promise.all([app.close(), other.close()]);
-    await redis.quit();
+    await store.close();
   });
 
   it('keeps a lock alive far past its TTL while it is held', async () => {
     const lock = await app.locks.acquire('long-job', { ttl: 150 });
     await sleep(1_200);
     expect(lock.signal.aborted).toBe(false);
-    expect(await redis.get(lock.key)).toBe(lock.token);
+    expect(await store.get(lock.key)).toBe(lock.token);
     expect(await other.locks.tryAcquire('long-job')).toBeNull();
     expect(await lock.release()).toBe(true);
   });
@@ -45,7 +45,7 @@ describe('watchdog', () => {
     expect(await aborted(lock)).toBeInstanceOf(LockLostError);
     expect(successor.fencingToken).toBeGreaterThan(lock.fencingToken);
     expect(await lock.release()).toBe(false);
-    expect(await redis.get(successor.key)).toBe(successor.token);
+    expect(await store.get(successor.key)).toBe(successor.token);
     await successor.release();
   });
 
@@ -54,13 +54,13 @@ describe('watchdog', () => {
     await sleep(150);
     const second = await other.locks.acquire('stale', { ttl: 10_000 });
     expect(await first.release()).toBe(false);
-    expect(await redis.get(second.key)).toBe(second.token);
+    expect(await store.get(second.key)).toBe(second.token);
     expect(await second.release()).toBe(true);
   });
 
   it('aborts lock.signal with LockLostError when the lock is deleted behind its back', async () => {
     const lock = await app.locks.acquire('deleted', { ttl: 300 });
-    await redis.del(lock.key);
+    await store.del(lock.key);
     const reason = await aborted(lock);
     expect(reason).toBeInstanceOf(LockLostError);
     expect((reason as LockLostError).key).toBe('deleted');
@@ -69,10 +69,10 @@ describe('watchdog', () => {
 
   it('aborts lock.signal when another owner replaced the token, and leaves that owner alone', async () => {
     const lock = await app.locks.acquire('replaced', { ttl: 300 });
-    await redis.set(lock.key, 'intruder', 'PX', 10_000);
+    await store.set(lock.key, 'intruder', 10_000);
     expect(await aborted(lock)).toBeInstanceOf(LockLostError);
-    expect(await redis.get(lock.key)).toBe('intruder');
-    await redis.del(lock.key);
+    expect(await store.get(lock.key)).toBe('intruder');
+    await store.del(lock.key);
   });
 });
 
