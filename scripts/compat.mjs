@@ -26,8 +26,9 @@ const APP_TIMEOUT_MS = 60_000;
 const INSTALL_TIMEOUT_MS = 300_000;
 
 const APPS = [
-  { kind: 'esm', title: 'ESM app', nest: '^12', file: 'app.mjs', type: 'module' },
-  { kind: 'cjs', title: 'CommonJS app', nest: '^11', file: 'app.cjs' },
+  // Between them the two apps cover both Nest majors and both ioredis majors of the peer ranges.
+  { kind: 'esm', title: 'ESM app', nest: '^12', ioredis: '^6', file: 'app.mjs', type: 'module' },
+  { kind: 'cjs', title: 'CommonJS app', nest: '^11', ioredis: '^5', file: 'app.cjs' },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -205,7 +206,7 @@ async function createApp(app, tarball, tempRoot) {
       'nestjs-redis-lock': `file:${tarball}`,
       '@nestjs/common': app.nest,
       '@nestjs/core': app.nest,
-      ioredis: '^5',
+      ioredis: app.ioredis,
       'reflect-metadata': '*',
       rxjs: '^7',
     },
@@ -216,10 +217,11 @@ async function createApp(app, tarball, tempRoot) {
   return dir;
 }
 
-/** Runs an installed app; resolves with the installed Nest version and the app's output. */
+/** Runs an installed app; resolves with the installed versions and the app's output. */
 async function runApp(app, dir, redisUrl) {
-  const nestPackage = join(dir, 'node_modules/@nestjs/core/package.json');
-  const nest = JSON.parse(readFileSync(nestPackage, 'utf8')).version;
+  const version = (name) =>
+    JSON.parse(readFileSync(join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+  const nest = `Nest ${version('@nestjs/core')} and ioredis ${version('ioredis')}`;
   const options = {
     cwd: dir,
     env: { ...process.env, REDIS_URL: redisUrl },
@@ -259,7 +261,7 @@ async function main() {
   APPS.forEach((app, i) => console.log(`\n--- ${app.title} ---\n${results[i].output.trim()}`));
   console.log('\nSummary:');
   APPS.forEach((app, i) =>
-    console.log(`  ${app.title} on Nest ${results[i].nest}: ${results[i].ok ? 'ok' : 'FAILED'}`),
+    console.log(`  ${app.title} on ${results[i].nest}: ${results[i].ok ? 'ok' : 'FAILED'}`),
   );
   console.log(`compat: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return results.every((result) => result.ok) ? 0 : 1;
