@@ -18,7 +18,7 @@ import {
   type ResolvedAcquireOptions,
   type ResolvedLockOptions,
 } from './lock.options.js';
-import type { LockStore } from './store/lock-store.interface.js';
+import type { AcquireAttempt, LockStore } from './store/lock-store.interface.js';
 import { Waiters } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
 
@@ -241,7 +241,12 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       sentAt = monotonicNow();
       return this.store.acquire(key, token, resolved.ttl);
     };
-    const first = await attempt();
+    // Behind callers of this process that already wait for the key, a new caller queues up
+    // instead of trying first: otherwise a holder that releases and asks again wins every time.
+    const first: AcquireAttempt =
+      resolved.waitTimeout > 0 && this.waiters.has(key)
+        ? { acquired: false, pttl: -1 }
+        : await attempt();
     const hold = (fencingToken: number) => {
       const lock = new HeldLock(
         this,

@@ -45,7 +45,12 @@ export class Waiters {
 
   constructor(private readonly store: LockStore) {}
 
-  /** Queues a caller for `key`; `pttl` is the holder's TTL seen by its first attempt. */
+  /** Whether callers of this process are already waiting for `key`. */
+  has(key: string): boolean {
+    return (this.queues.get(key)?.waiters.length ?? 0) > 0;
+  }
+
+  /** Queues a caller for `key`; `pttl` is the holder's TTL seen by its first attempt, or -1. */
   wait(key: string, waiter: Waiter, pttl: number): void {
     let queue = this.queues.get(key);
     if (!queue) {

@@ -145,5 +145,23 @@ describe.each(backends)(
       expect(await store.get(lock.key)).toBe(lock.token);
       await lock.release();
     });
+
+    it('serves the waiters of one process in arrival order, even against a holder that asks again', async () => {
+      const order: string[] = [];
+      const held = await app.locks.acquire('fifo', { ttl: 10_000 });
+      const waiting = ['b', 'c', 'd'].map(async (name, i) => {
+        await sleep(10 * i);
+        const lock = await app.locks.acquire('fifo', { waitTimeout: 5_000 });
+        order.push(name);
+        await lock.release();
+      });
+      await sleep(50);
+      await held.release();
+      const again = await app.locks.acquire('fifo', { waitTimeout: 5_000 });
+      order.push('a again');
+      await again.release();
+      await Promise.all(waiting);
+      expect(order).toEqual(['b', 'c', 'd', 'a again']);
+    });
   },
 );
