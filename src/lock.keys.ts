@@ -26,14 +26,29 @@ export function toRedisKey(prefix: string, key: unknown): string {
   return redisKey;
 }
 
+/** What the library keeps beside a lock: its fencing counter and its queue of waiters. */
+export type SideKeyRole = 'fence' | 'queue' | 'leases' | 'ttls';
+
 /**
- * The key of the fencing counter of a lock key, in the same Redis Cluster hash slot: it carries
- * the lock key's own hash tag, or the whole lock key as its tag when the lock key has none.
- * Fencing keys start with `{`, lock keys with the (brace-free) prefix, so they cannot collide.
+ * A key that the library keeps beside a lock key, in the same Redis Cluster hash slot: it
+ * carries the lock key's own hash tag, or the whole lock key as its tag when the lock key has
+ * none. These keys start with `{`, lock keys with the (brace-free) prefix, so they cannot
+ * collide.
  */
-export function fenceKeyOf(redisKey: string): string {
+export function sideKeyOf(redisKey: string, role: SideKeyRole): string {
   const tag = hashTag(redisKey);
-  return tag === undefined ? `{${redisKey}}:fence` : `{${tag}}:fence:${redisKey}`;
+  return tag === undefined ? `{${redisKey}}:${role}` : `{${tag}}:${role}:${redisKey}`;
+}
+
+/** The lock key followed by its side keys, in the order the scripts expect them. */
+export function scriptKeysOf(redisKey: string): string[] {
+  return [
+    redisKey,
+    sideKeyOf(redisKey, 'fence'),
+    sideKeyOf(redisKey, 'queue'),
+    sideKeyOf(redisKey, 'leases'),
+    sideKeyOf(redisKey, 'ttls'),
+  ];
 }
 
 /** The hash tag Redis Cluster would hash for this key, if it has one. */

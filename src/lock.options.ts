@@ -30,6 +30,13 @@ export interface LockModuleOptions {
   /** Renew held locks every `ttl / 3` while they are held. Default `true`. */
   watchdog?: boolean;
   /**
+   * Serve waiters first come, first served across all processes: a waiter takes a place in a
+   * queue kept in the store beside the lock, and a released lock is handed straight to the
+   * longest-waiting live waiter. With `false`, waiters race for a released lock (each process
+   * still serves its own callers in order). Default `true`.
+   */
+  fair?: boolean;
+  /**
    * Where locks live: `'redis'` (the default), or `'memory'`, a store inside this process with
    * the same semantics that is NOT distributed, for single-instance apps and unit tests. With
    * `'memory'`, leave `redis` unset.
@@ -52,6 +59,7 @@ export interface AcquireOptions {
 /** Module options after validation, with every default filled in. */
 export interface ResolvedLockOptions {
   store: 'redis' | 'memory';
+  fair: boolean;
   redis: string | RedisOptions | Redis | Cluster;
   keyPrefix: string;
   ttl: number;
@@ -71,6 +79,7 @@ const MODULE_OPTION_NAMES = new Set([
   'watchdog',
   'commandTimeout',
   'store',
+  'fair',
   'isGlobal',
 ]);
 const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog']);
@@ -91,6 +100,7 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
   }
   return {
     store,
+    fair: checkBoolean('fair', given.fair ?? true),
     redis: resolveRedis(given.redis),
     keyPrefix: resolveKeyPrefix(given.keyPrefix),
     ttl: checkTtl('ttl', given.ttl ?? DEFAULT_TTL),

@@ -53,6 +53,8 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     locks: Map<string, HeldLock>;
   }>();
   private closed = false;
+  /** First acquisition attempts on their way, which shutdown lets finish before it cleans up. */
+  private readonly attempts = new Set<Promise<unknown>>();
 
   constructor(
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
@@ -214,13 +216,18 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.waiters.close(shutDownError());
+    const waiting = this.waiters.close(shutDownError());
     const held = this.watchdog.stop();
     // Work may still run under these locks: tell it before another process can take them.
     for (const lock of held) lock.markLost('the lock service shut down');
+    const releaseAll = async () => {
+      // Leave the queues first, so that no released lock is handed to a waiter of ours.
+      await Promise.allSettled(waiting.map(({ key, token }) => this.store.release(key, token)));
+      await Promise.allSettled(held.map((lock) => this.store.release(lock.key, lock.token)));
+    };
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled(held.map((lock) => this.store.release(lock.key, lock.token))),
+      Promise.allSettled([...this.attempts]).then(releaseAll),
       new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_RELEASE_TIMEOUT))),
     ]);
     clearTimeout(timer);
@@ -237,16 +244,25 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     const token = randomBytes(16).toString('hex');
     const startedAt = monotonicNow();
     let sentAt = startedAt;
+    const queue = this.options.fair && resolved.waitTimeout > 0;
     const attempt = () => {
       sentAt = monotonicNow();
-      return this.store.acquire(key, token, resolved.ttl);
+      return this.store.acquire(key, token, resolved.ttl, queue);
     };
     // Behind callers of this process that already wait for the key, a new caller queues up
     // instead of trying first: otherwise a holder that releases and asks again wins every time.
     const first: AcquireAttempt =
       resolved.waitTimeout > 0 && this.waiters.has(key)
         ? { acquired: false, pttl: -1 }
-        : await attempt();
+        : await this.beforeShutdown(async () => {
+            const result = await attempt();
+            if (this.closed) {
+              // Shutdown began meanwhile: undo what the attempt took (a lock, a queue place).
+              await this.store.release(key, token).catch(() => undefined);
+              throw shutDownError();
+            }
+            return result;
+          });
     const hold = (fencingToken: number) => {
       const lock = new HeldLock(
         this,
@@ -261,10 +277,6 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       this.watchdog.track(lock);
       return lock;
     };
-    if (this.closed) {
-      if (first.acquired) this.store.release(key, token).catch(() => undefined);
-      throw shutDownError();
-    }
     if (first.acquired) return hold(first.fencingToken);
     if (resolved.waitTimeout === 0) {
       if (!throwIfHeld) return undefined;
@@ -274,23 +286,53 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       this.waiters.wait(
         key,
         {
+          token,
           deadline: startedAt + resolved.waitTimeout,
           attempt,
-          acquired: (fencingToken) => resolve(hold(fencingToken)),
+          acquired: (fencingToken, handedOver) =>
+            resolve(handedOver ? this.freshen(hold(fencingToken)) : hold(fencingToken)),
           failed: reject,
-          timedOut: (pttl) =>
+          timedOut: (pttl) => {
+            // Leave the store's queue; should the lock have been handed over meanwhile, this
+            // passes it on.
+            this.store.release(key, token).catch(() => undefined);
             reject(
               new LockNotAcquiredError(
                 name,
                 monotonicNow() - startedAt,
                 pttl >= 0 ? pttl : undefined,
               ),
-            ),
+            );
+          },
           abandoned: () => void this.store.release(key, token).catch(() => undefined),
         },
         first.pttl,
       ),
     );
+  }
+
+  /** Runs `work` so that shutdown waits for it before it releases and closes. */
+  private beforeShutdown<T>(work: () => Promise<T>): Promise<T> {
+    const running = work();
+    const settled = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.attempts.add(settled);
+    void settled.then(() => this.attempts.delete(settled));
+    return running;
+  }
+
+  /**
+   * A lock handed over by the store counts its validity from this caller's last request, which
+   * Redis answered before the handover: safe, but possibly long ago. When less than half of the
+   * TTL is left that way, one renewal restores it before the caller starts to work.
+   */
+  private async freshen(lock: HeldLock): Promise<HeldLock> {
+    if (lock.validUntil - monotonicNow() < lock.ttl / 2) {
+      await this.watchdog.extend(lock, lock.ttl).catch(() => undefined);
+    }
+    return lock;
   }
 
   /**

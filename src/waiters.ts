@@ -1,13 +1,20 @@
 import { monotonicNow } from './lock.js';
-import type { AcquireAttempt, LockStore } from './store/lock-store.interface.js';
+import {
+  parseHandover,
+  type AcquireAttempt,
+  type LockStore,
+} from './store/lock-store.interface.js';
 
 /** A caller waiting for a lock, as the waiting room sees it. */
 export interface Waiter {
+  /** The token the caller's lock will carry. */
+  readonly token: string;
   /** Monotonic ms after which the caller gives up. */
   readonly deadline: number;
   /** One atomic acquisition attempt with the caller's token and TTL. */
   attempt(): Promise<AcquireAttempt>;
-  acquired(fencingToken: number): void;
+  /** The caller holds the lock: it took it, or (`handedOver`) the store gave it in its turn. */
+  acquired(fencingToken: number, handedOver: boolean): void;
   failed(error: unknown): void;
   /** The deadline passed; `pttl` is what the last attempt learned of the holder's TTL. */
   timedOut(pttl: number): void;
@@ -42,6 +49,8 @@ interface KeyQueue {
  */
 export class Waiters {
   private readonly queues = new Map<string, KeyQueue>();
+  /** Waiters that a handover message served while their own attempt was on its way. */
+  private readonly handedOver = new WeakSet<Waiter>();
 
   constructor(private readonly store: LockStore) {}
 
@@ -66,9 +75,16 @@ export class Waiters {
     }
   }
 
-  /** Fails every waiting caller with `error` and ends all subscriptions. */
-  close(error: Error): void {
-    for (const queue of this.queues.values()) this.failAll(queue, error);
+  /**
+   * Fails every waiting caller with `error` and ends all subscriptions. Returns the key and
+   * token of each, for the caller to take them out of the store's queues.
+   */
+  close(error: Error): { key: string; token: string }[] {
+    const left = [...this.queues.values()].flatMap((queue) =>
+      queue.waiters.map((waiter) => ({ key: queue.key, token: waiter.token })),
+    );
+    for (const queue of [...this.queues.values()]) this.failAll(queue, error);
+    return left;
   }
 
   private open(key: string, pttl: number): KeyQueue {
@@ -85,7 +101,7 @@ export class Waiters {
     };
     this.queues.set(key, queue);
     this.store
-      .subscribe(key, () => this.onRelease(queue))
+      .subscribe(key, (message) => this.onRelease(queue, message))
       .then(
         (unsubscribe) => {
           queue.unsubscribe = unsubscribe;
@@ -106,7 +122,19 @@ export class Waiters {
     this.end(queue);
   }
 
-  private onRelease(queue: KeyQueue): void {
+  private onRelease(queue: KeyQueue, message: string): void {
+    const handover = parseHandover(message);
+    if (handover) {
+      // The lock went to a queued waiter. If it is one of ours, it holds the lock now; if not,
+      // our head keeps its place in the store's queue and has nothing to do.
+      const waiter = queue.waiters.find((candidate) => candidate.token === handover.token);
+      if (!waiter) return;
+      this.handedOver.add(waiter);
+      this.remove(queue, waiter);
+      waiter.acquired(handover.fencingToken, true);
+      if (!queue.attempting) this.afterAttempt(queue, true);
+      return;
+    }
     queue.backoff = FIRST_BACKOFF;
     queue.pttl = -1;
     if (queue.attempting) queue.notified = true;
@@ -128,26 +156,31 @@ export class Waiters {
       (result) => {
         queue.attempting = false;
         if (result.acquired) {
-          if (this.remove(queue, head)) head.acquired(result.fencingToken);
-          else head.abandoned();
+          if (this.remove(queue, head)) head.acquired(result.fencingToken, false);
+          else if (!this.handedOver.has(head)) head.abandoned();
           queue.pttl = -1;
         } else {
           queue.pttl = result.pttl;
         }
-        this.afterAttempt(queue);
+        this.afterAttempt(queue, result.acquired);
       },
       (error: unknown) => {
         queue.attempting = false;
         if (this.remove(queue, head)) head.failed(error);
-        this.afterAttempt(queue);
+        this.afterAttempt(queue, true);
       },
     );
   }
 
-  private afterAttempt(queue: KeyQueue): void {
+  /**
+   * After an attempt: a new head tries at once (so that, in a queueing store, it takes its place
+   * in line without delay); the same head tries again when a release is announced, or after the
+   * fallback delay.
+   */
+  private afterAttempt(queue: KeyQueue, headChanged: boolean): void {
     if (queue.waiters.length === 0) {
       this.end(queue);
-    } else if (queue.notified) {
+    } else if (headChanged || queue.notified) {
       this.next(queue);
     } else {
       this.fallBack(queue);

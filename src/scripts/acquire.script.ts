@@ -1,28 +1,41 @@
 import { LuaScript } from './lua-script.js';
+import { QUEUE_LUA } from './queue.lua.js';
 
 /**
- * `SET lock token NX PX ttl`, and on success the next fencing token of the key.
+ * One acquisition attempt: takes the lock if it is free and nobody queues before the caller,
+ * and otherwise (when asked to) puts the caller in the queue or renews its place there.
  *
- * KEYS: lock key, fencing key. ARGV: token, ttl (ms), fencing key ttl (ms).
- * Returns `{1, fencingToken}` when acquired, `{0, pttl}` when held by someone else.
+ * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), fencing counter ttl (ms), release
+ * channel, 1 to queue up when the lock is taken (0 to just try), queue lease (ms).
+ * Returns `{1, fencingToken}` when the caller holds the lock (also when it was handed to the
+ * caller while its answer was on the way), `{0, pttl}` when it does not.
  *
  * The fencing token is `max(last + 1, Redis server time in µs)`: it only grows while the counter
  * exists, and it still grows after the counter is gone (expired, or Redis restarted empty) as
  * long as the server clock has not gone back. After a failover the new master's clock counts,
  * so tokens keep growing only while the two clocks differ by less than the failover takes.
  * Because of the clock floor the counter may expire, so that unused keys do not stay forever.
- * The counter is read before the lock is set, so that a bad counter value fails the script
- * before it has written anything.
  */
-export const ACQUIRE_SCRIPT = new LuaScript(`
-if redis.replicate_commands then redis.replicate_commands() end
-local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local now = redis.call('TIME')
-  local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  local fence = math.max(last + 1, floor)
-  redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ARGV[3])
-  return {1, fence}
+export const ACQUIRE_SCRIPT = new LuaScript(`${QUEUE_LUA}
+local token, ttl, fence_ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local holder = redis.call('GET', KEYS[1])
+if holder == token then
+  return {1, tonumber(redis.call('GET', KEYS[2]))}
+end
+if not holder then
+  local head = live_head()
+  if not head or head == token then
+    leave_queue(token)
+    redis.call('SET', KEYS[1], token, 'PX', ttl)
+    return {1, next_fence(math.max(ttl, fence_ttl))}
+  end
+  grant_head(ARGV[4], fence_ttl)
+end
+if ARGV[5] == '1' then
+  local now_us = server_time_us()
+  redis.call('ZADD', KEYS[3], 'NX', now_us, token)
+  redis.call('ZADD', KEYS[4], math.floor(now_us / 1000) + tonumber(ARGV[6]), token)
+  redis.call('HSET', KEYS[5], token, ttl)
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `);

@@ -1,16 +1,22 @@
 import { LuaScript } from './lua-script.js';
+import { QUEUE_LUA } from './queue.lua.js';
 
 /**
- * Compare-and-delete: deletes the lock only while it still holds our token, then publishes on
- * the lock's channel so that waiters wake up.
+ * Compare-and-delete, and the caller leaves the queue if it stood in it (a waiter that gives
+ * up). A deleted lock goes straight to the head of the queue, if anyone waits there; otherwise
+ * an empty message on the lock's channel wakes the waiters that do not queue.
  *
- * KEYS: lock key. ARGV: token, release channel. Returns 1 when deleted, 0 when it was not ours.
+ * KEYS: see {@link QUEUE_LUA}. ARGV: token, release channel, fencing counter ttl (ms).
+ * Returns 1 when the lock was the caller's and is released, 0 when it was not.
  */
-export const RELEASE_SCRIPT = new LuaScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], '')
-  return 1
+export const RELEASE_SCRIPT = new LuaScript(`${QUEUE_LUA}
+leave_queue(ARGV[1])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
 end
-return 0
+redis.call('DEL', KEYS[1])
+if not grant_head(ARGV[2], tonumber(ARGV[3])) then
+  redis.call('PUBLISH', ARGV[2], '')
+end
+return 1
 `);

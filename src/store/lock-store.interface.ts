@@ -16,9 +16,16 @@ export interface RenewalEntry {
  * A store knows nothing of Nest; failures to reach the backend reject with `LockConnectionError`.
  */
 export interface LockStore {
-  /** One atomic attempt: set the lock if free and issue a fencing token. */
-  acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt>;
-  /** Compare-and-delete; `false` when the lock no longer held this token. Wakes waiters. */
+  /**
+   * One atomic attempt: take the lock if it is free and no queued waiter comes first, issuing a
+   * fencing token. With `queue`, a caller that does not get the lock takes (or keeps, renewing
+   * its lease) a place in the key's queue, and the lock is handed to it in its turn.
+   */
+  acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt>;
+  /**
+   * Compare-and-delete; `false` when the lock no longer held this token. The token also leaves
+   * the queue. The lock goes to the head of the queue if anyone waits there.
+   */
   release(key: string, token: string): Promise<boolean>;
   /** Compare-and-pexpire for each entry, in one round trip; `false` where the token is gone. */
   renew(entries: readonly RenewalEntry[]): Promise<boolean[]>;
@@ -26,9 +33,30 @@ export interface LockStore {
   isLocked(key: string): Promise<boolean>;
   /**
    * Calls `onRelease` whenever the lock on `key` is released, until the returned function is
-   * called. Resolves once notifications are flowing, so that a release after it is not missed.
+   * called, with `''`, or with a {@link Handover} message when the lock went to a queued waiter.
+   * Resolves once notifications are flowing, so that a release after it is not missed.
    */
-  subscribe(key: string, onRelease: () => void): Promise<() => void>;
+  subscribe(key: string, onRelease: (message: string) => void): Promise<() => void>;
   /** Ends subscriptions and closes the connections the store owns. */
   close(): Promise<void>;
+}
+
+/** How long a queued waiter keeps its place without checking in again, in ms. */
+export const QUEUE_LEASE = 3_000;
+
+/** A release message that hands the lock to a queued waiter. */
+export interface Handover {
+  token: string;
+  fencingToken: number;
+}
+
+/** Reads a release message: a {@link Handover}, or `undefined` for a plain release. */
+export function parseHandover(message: string): Handover | undefined {
+  const [token, fence] = message.split(' ');
+  return fence === undefined ? undefined : { token, fencingToken: Number(fence) };
+}
+
+/** Writes the release message that hands the lock to `token`. */
+export function formatHandover({ token, fencingToken }: Handover): string {
+  return `${token} ${fencingToken}`;
 }

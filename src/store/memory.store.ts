@@ -1,6 +1,12 @@
 import { FENCE_TTL } from '../lock.constants.js';
 import { monotonicNow } from '../lock.js';
-import type { AcquireAttempt, LockStore, RenewalEntry } from './lock-store.interface.js';
+import {
+  formatHandover,
+  QUEUE_LEASE,
+  type AcquireAttempt,
+  type LockStore,
+  type RenewalEntry,
+} from './lock-store.interface.js';
 
 interface Expiring<T> {
   value: T;
@@ -15,7 +21,9 @@ interface Expiring<T> {
 export class MemorySpace {
   readonly locks = new Map<string, Expiring<string>>();
   readonly fences = new Map<string, Expiring<number>>();
-  readonly listeners = new Map<string, Set<() => void>>();
+  /** Per key, the queued waiters in arrival order: token to lease end and requested TTL. */
+  readonly queues = new Map<string, Map<string, { leaseEnd: number; ttl: number }>>();
+  readonly listeners = new Map<string, Set<(message: string) => void>>();
 
   /** The entry under `key`, dropping it first if it has expired (Redis expires lazily too). */
   live<T>(entries: Map<string, Expiring<T>>, key: string): Expiring<T> | undefined {
@@ -41,23 +49,82 @@ export class MemoryLockStore implements LockStore {
 
   constructor(private readonly space: MemorySpace = processSpace) {}
 
-  async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
+  async acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt> {
     const held = this.space.live(this.space.locks, key);
+    if (held?.value === token) {
+      return { acquired: true, fencingToken: this.space.fences.get(key)?.value ?? 0 };
+    }
+    if (!held) {
+      const head = this.liveHead(key);
+      if (head === undefined || head === token) {
+        this.leaveQueue(key, token);
+        return { acquired: true, fencingToken: this.take(key, token, ttl) };
+      }
+      this.grantHead(key);
+    }
     const now = monotonicNow();
-    if (held) return { acquired: false, pttl: Math.ceil(held.expiresAt - now) };
-    this.space.locks.set(key, { value: token, expiresAt: now + ttl });
-    // As in the Redis script: the last token + 1, but never below the wall clock in µs.
-    const last = this.space.live(this.space.fences, key)?.value ?? 0;
-    const fencingToken = Math.max(last + 1, Date.now() * 1000);
-    this.space.fences.set(key, { value: fencingToken, expiresAt: now + Math.max(ttl, FENCE_TTL) });
-    return { acquired: true, fencingToken };
+    if (queue) {
+      let waiting = this.space.queues.get(key);
+      if (!waiting) this.space.queues.set(key, (waiting = new Map()));
+      const place = waiting.get(token);
+      if (place) place.leaseEnd = now + QUEUE_LEASE;
+      else waiting.set(token, { leaseEnd: now + QUEUE_LEASE, ttl });
+    }
+    const holder = this.space.live(this.space.locks, key);
+    return { acquired: false, pttl: holder ? Math.ceil(holder.expiresAt - now) : -2 };
   }
 
   async release(key: string, token: string): Promise<boolean> {
+    this.leaveQueue(key, token);
     if (this.space.live(this.space.locks, key)?.value !== token) return false;
     this.space.locks.delete(key);
-    for (const listener of this.space.listeners.get(key) ?? []) queueMicrotask(listener);
+    if (!this.grantHead(key)) this.announce(key, '');
     return true;
+  }
+
+  /** Sets the lock and issues its fencing token, as the Redis scripts do. */
+  private take(key: string, token: string, ttl: number): number {
+    const now = monotonicNow();
+    this.space.locks.set(key, { value: token, expiresAt: now + ttl });
+    // As in the Redis scripts: the last token + 1, but never below the wall clock in µs.
+    const last = this.space.live(this.space.fences, key)?.value ?? 0;
+    const fencingToken = Math.max(last + 1, Date.now() * 1000);
+    this.space.fences.set(key, { value: fencingToken, expiresAt: now + Math.max(ttl, FENCE_TTL) });
+    return fencingToken;
+  }
+
+  private liveHead(key: string): string | undefined {
+    const waiting = this.space.queues.get(key);
+    if (!waiting) return undefined;
+    const now = monotonicNow();
+    for (const [token, place] of waiting) {
+      if (place.leaseEnd > now) return token;
+      waiting.delete(token);
+    }
+    this.space.queues.delete(key);
+    return undefined;
+  }
+
+  private leaveQueue(key: string, token: string): void {
+    const waiting = this.space.queues.get(key);
+    if (waiting?.delete(token) && waiting.size === 0) this.space.queues.delete(key);
+  }
+
+  /** Hands the free lock to the head of the queue, if there is one; true if it did. */
+  private grantHead(key: string): boolean {
+    const head = this.liveHead(key);
+    if (head === undefined) return false;
+    const { ttl } = this.space.queues.get(key)!.get(head)!;
+    this.leaveQueue(key, head);
+    const fencingToken = this.take(key, head, ttl);
+    this.announce(key, formatHandover({ token: head, fencingToken }));
+    return true;
+  }
+
+  private announce(key: string, message: string): void {
+    for (const listener of this.space.listeners.get(key) ?? []) {
+      queueMicrotask(() => listener(message));
+    }
   }
 
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
@@ -74,7 +141,7 @@ export class MemoryLockStore implements LockStore {
     return this.space.live(this.space.locks, key) !== undefined;
   }
 
-  async subscribe(key: string, onRelease: () => void): Promise<() => void> {
+  async subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
     let listeners = this.space.listeners.get(key);
     if (!listeners) this.space.listeners.set(key, (listeners = new Set()));
     const unsubscribe = () => {

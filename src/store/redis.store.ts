@@ -1,11 +1,16 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { FENCE_TTL } from '../lock.constants.js';
 import { LockConnectionError, messageOf } from '../lock.errors.js';
-import { fenceKeyOf } from '../lock.keys.js';
+import { scriptKeysOf } from '../lock.keys.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
 import { RELEASE_SCRIPT } from '../scripts/release.script.js';
 import { RENEW_SCRIPT } from '../scripts/renew.script.js';
-import type { AcquireAttempt, LockStore, RenewalEntry } from './lock-store.interface.js';
+import {
+  QUEUE_LEASE,
+  type AcquireAttempt,
+  type LockStore,
+  type RenewalEntry,
+} from './lock-store.interface.js';
 
 /** Keys per renewal script call, so that one call never blocks Redis for long. */
 const RENEW_CHUNK = 500;
@@ -29,7 +34,7 @@ export interface RedisLockStoreOptions {
 export class RedisLockStore implements LockStore {
   private readonly client: Redis | Cluster;
   private subscriber?: Redis | Cluster;
-  private readonly listeners = new Map<string, Set<() => void>>();
+  private readonly listeners = new Map<string, Set<(message: string) => void>>();
   private readonly subscribing = new Map<string, Promise<unknown>>();
   private closed = false;
 
@@ -40,13 +45,16 @@ export class RedisLockStore implements LockStore {
     }
   }
 
-  async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
+  async acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt> {
     const reply = this.command(key, 'acquire', () =>
-      ACQUIRE_SCRIPT.run(
-        this.client,
-        [key, fenceKeyOf(key)],
-        [token, ttl, Math.max(ttl, FENCE_TTL)],
-      ),
+      ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key), [
+        token,
+        ttl,
+        FENCE_TTL,
+        key,
+        queue ? 1 : 0,
+        QUEUE_LEASE,
+      ]),
     );
     const [acquired, value] = (await reply.catch((error) => {
       // An attempt that timed out may still succeed on the server later; free what it took.
@@ -67,7 +75,7 @@ export class RedisLockStore implements LockStore {
 
   async release(key: string, token: string): Promise<boolean> {
     const reply = await this.command(key, 'release', () =>
-      RELEASE_SCRIPT.run(this.client, [key], [token, key]),
+      RELEASE_SCRIPT.run(this.client, scriptKeysOf(key), [token, key, FENCE_TTL]),
     );
     return Number(reply) === 1;
   }
@@ -94,7 +102,7 @@ export class RedisLockStore implements LockStore {
     return Number(await this.command(key, 'isLocked', () => this.client.exists(key))) === 1;
   }
 
-  async subscribe(key: string, onRelease: () => void): Promise<() => void> {
+  async subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
     if (this.closed) throw new LockConnectionError(key, 'the lock store is closed');
     let listeners = this.listeners.get(key);
     if (!listeners) {
@@ -134,8 +142,8 @@ export class RedisLockStore implements LockStore {
           ? this.client.duplicate()
           : this.client.duplicate({ enableOfflineQueue: true });
       subscriber.on('error', (error) => this.options.onError('Redis subscriber error', error));
-      subscriber.on('message', (channel: string) => {
-        for (const listener of this.listeners.get(channel) ?? []) listener();
+      subscriber.on('message', (channel: string, message: string) => {
+        for (const listener of this.listeners.get(channel) ?? []) listener(message);
       });
       this.subscriber = subscriber;
     }

@@ -1,0 +1,245 @@
+import type { BenchResults } from './results.js';
+
+const int = (value: number) =>
+  Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : String(value);
+const ms = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : '–');
+const ratio = (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : '–');
+
+const cell = (value: number | undefined) => (value === undefined ? '–' : value.toFixed(2));
+
+/** A markdown table; the first column is left-aligned, the others right, unless `textColumns`. */
+function table(header: string[], rows: string[][], textColumns = 1): string {
+  const align = header.map((_, i) => (i < textColumns ? '---' : '---:'));
+  return [header, align, ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+}
+
+/** The whole run as markdown: one table per workload, then the targets' checklist. */
+export function formatReport(r: BenchResults): string {
+  const names = new Map(r.implementations.map((i) => [i.id, i.name]));
+  const name = (id: string) => (id === r.libraryId ? `**${names.get(id)}**` : names.get(id)!);
+  const m = r.machine;
+  const out: string[] = [];
+  const section = (title: string, note: string, body: string) =>
+    out.push(`### ${title}\n\n${note}\n\n${body}\n`);
+
+  out.push(
+    `## nestjs-redis-lock benchmark\n\n` +
+      `${m.cpuModel}, ${m.cores} cores, ${m.totalMemoryGiB} GiB, ${m.platform}; Node ${m.node}; ` +
+      `Redis ${m.redis} ${r.externalRedis ? '(REDIS_URL)' : '(throwaway, loopback)'}; ` +
+      `load ${m.loadAverage1m} at start` +
+      (m.git
+        ? `; commit ${m.git.commit}${m.git.srcDirty ? ' + uncommitted src/ changes' : ''}`
+        : '') +
+      `. PING round trip ${ms(r.rtt.afterIdleMs, 3)} ms after ${r.config.burst.holdMs} ms idle, ` +
+      `${ms(r.rtt.backToBackMs, 3)} ms back-to-back. ${r.startedAt}, ${r.durationS.toFixed(0)} s.` +
+      (r.config.quick ? '\n\n**BENCH_QUICK=1: shortened run, figures not comparable.**' : '') +
+      '\n',
+  );
+
+  const unc = r.config.uncontended;
+  const par = r.config.parallel;
+  const throughputRows = (results: BenchResults['uncontended'], server: boolean) =>
+    Object.entries(results).map(([id, res]) => [
+      name(id),
+      int(res.opsPerSec),
+      ratio(res.opsPerSec / results[r.floorId].opsPerSec),
+      ...(server ? [cell(res.serverCommandsPerOp)] : []),
+      res.sentCommandsPerOp.toFixed(2),
+      res.rounds.map((x) => int(x.opsPerSec)).join(', '),
+      String(res.rounds.reduce((n, x) => n + x.errors, 0)),
+    ]);
+  const throughputHeader = (server: boolean) => [
+    'Implementation',
+    'ops/s (median)',
+    '× floor',
+    ...(server ? ['Redis cmds/op'] : []),
+    'sent/op',
+    'rounds (ops/s)',
+    'errors',
+  ];
+  section(
+    '1. Uncontended: one caller, acquire + release in sequence',
+    `An op is acquire + release. ${unc.rounds} rounds; in each, the implementations take turns op by ` +
+      `op (never concurrently) for about ${unc.roundMs / 1000} s of their own time, and ops/s is ops ` +
+      'over that time: so all meet the same swings of this machine. Median round.',
+    table(throughputHeader(false), throughputRows(r.uncontended, false)),
+  );
+  section(
+    `2. Parallel distinct keys: ${par.callers} concurrent callers, each on its own key`,
+    `An op is acquire + release. ${par.rounds} rounds of ${par.roundMs / 1000} s, the implementations one ` +
+      'after the other in a rotating order; median round. Redis commands per op counted as in ' +
+      'workload 5.',
+    table(throughputHeader(true), throughputRows(r.parallel, true)),
+  );
+
+  const c = r.config.contended;
+  const anyContended = Object.values(r.contended)[0];
+  section(
+    `3. Contended: ${c.workers} workers × ${c.sections} critical sections on ONE key`,
+    `Each section: GET counter, ${c.workMs} ms timer, SET counter + 1 (not atomic: only the lock ` +
+      `protects it). ${c.rounds} rounds; makespan = median round; waits pooled over all rounds ` +
+      `(${c.rounds * c.workers * c.sections} acquisitions). Ideal p99 = ${c.workers} × section ` +
+      `(${ms(anyContended.sectionMs, 2)} ms, measured) = ${ms(anyContended.idealP99Ms)} ms.`,
+    table(
+      [
+        'Implementation',
+        'makespan ms',
+        'sections/s',
+        'wait p50 ms',
+        'wait p99 ms',
+        'wait max ms',
+        'p99 ÷ ideal',
+        'lost updates',
+        'timeouts',
+      ],
+      Object.entries(r.contended).map(([id, res]) => [
+        name(id),
+        ms(res.makespanMs),
+        int(res.sectionsPerSec),
+        ms(res.waitP50Ms),
+        ms(res.waitP99Ms),
+        ms(res.waitMaxMs),
+        ratio(res.waitP99Ms / res.idealP99Ms),
+        String(res.lostUpdates + (res.overlaps ? ` (${res.overlaps} overlaps)` : '')),
+        String(res.timeouts),
+      ]),
+    ),
+  );
+
+  const b = r.config.burst;
+  const anyBurst = Object.values(r.burst)[0];
+  const libBurst = r.burst[r.libraryId];
+  section(
+    `4. Burst: ${b.requests} one-shot requests for ONE key at once, ${b.holdMs} ms hold each`,
+    `${b.rounds} rounds; makespan = median round; waits pooled. Ideal = ${b.requests} × ` +
+      `(${ms(anyBurst.holdMs, 2)} ms measured hold + ${ms(anyBurst.rttMs, 3)} ms PING round trip ` +
+      `after as long idle) = ` +
+      `${ms(anyBurst.idealMs)} ms.`,
+    table(
+      [
+        'Implementation',
+        'makespan ms',
+        '× ideal',
+        'vs this library',
+        'wait p50 ms',
+        'wait p99 ms',
+        'timeouts',
+      ],
+      Object.entries(r.burst).map(([id, res]) => [
+        name(id),
+        ms(res.makespanMs),
+        ratio(res.makespanMs / res.idealMs),
+        id === r.libraryId ? '–' : `${ratio(res.makespanMs / libBurst.makespanMs)} slower`,
+        ms(res.waitP50Ms),
+        ms(res.waitP99Ms),
+        String(res.timeouts + (res.overlaps ? ` (${res.overlaps} overlaps)` : '')),
+      ]),
+    ),
+  );
+
+  const ids = [...new Set([...Object.keys(r.contended), ...Object.keys(r.burst)])];
+  section(
+    '5. Redis commands per acquisition (workloads 3 and 4)',
+    '`INFO commandstats` deltas around each implementation running alone: every command ' +
+      'Redis executed, including those Lua scripts call inside Redis, minus the benchmark’s ' +
+      'own counter GET/SET and INFO; divided by successful acquisitions. "Sent" counts what ' +
+      'the implementation’s connections sent (a script call is one), i.e. requests on the wire.',
+    table(
+      ['Implementation', 'contended: Redis', 'contended: sent', 'burst: Redis', 'burst: sent'],
+      ids.map((id) => [
+        name(id),
+        cell(r.contended[id]?.serverCommandsPerAcquisition),
+        cell(r.contended[id]?.sentCommandsPerAcquisition),
+        cell(r.burst[id]?.serverCommandsPerAcquisition),
+        cell(r.burst[id]?.sentCommandsPerAcquisition),
+      ]),
+    ),
+  );
+
+  const held = r.held;
+  const ren = held.library.renewal;
+  section(
+    `6. Held-lock scale: ${int(held.library.locks)} locks held at once, ttl ${ren.ttlMs} ms, watchdog on`,
+    `Held for ${(ren.holdMs / 1000).toFixed(2)} s ≈ ${r.config.held.periods} renewal periods of ttl / 3. Heap = ` +
+      `heapUsed growth while held${held.gcExposed ? ', after full GCs (--expose-gc)' : ' (no --expose-gc: includes uncollected garbage)'}. ` +
+      `PTTL of ${ren.pttl.sampledLocks} spread-out locks sampled every ${ren.pttl.everyMs} ms. ` +
+      `The floor holds bare SET NX PX keys and renews nothing (memory reference).`,
+    table(
+      ['Measure', names.get(r.libraryId)!, names.get(r.floorId)!],
+      [
+        [
+          'acquire all / release all, ms',
+          `${int(held.library.acquireMs)} / ${int(held.library.releaseMs)}`,
+          `${int(held.floor.acquireMs)} / ${int(held.floor.releaseMs)}`,
+        ],
+        [
+          'heap per held lock',
+          `${int(held.library.heapPerLockBytes)} B`,
+          `${int(held.floor.heapPerLockBytes)} B`,
+        ],
+        [
+          'heap per lock left after release',
+          `${int(held.library.heapAfterReleasePerLockBytes)} B`,
+          `${int(held.floor.heapAfterReleasePerLockBytes)} B`,
+        ],
+        ['renewal EVALSHA/s (Redis)', ms(ren.evalshaPerSec), '0'],
+        ['renewal commands/s incl. inside scripts (Redis)', int(ren.serverCommandsPerSec), '0'],
+        ['ticks seen / script calls per tick', `${ren.ticks} / ${ms(ren.scriptCallsPerTick)}`, '–'],
+        [
+          'round trips per connection per tick, worst tick (pipelined sends = 1)',
+          `${ms(ren.roundTripsPerConnectionPerTick, 2)} (${ren.connections} connection)`,
+          '–',
+        ],
+        [
+          'min PTTL seen (of ttl)',
+          `${ren.pttl.minMs} ms (${((ren.pttl.minMs / ren.ttlMs) * 100).toFixed(0)} %)`,
+          '–',
+        ],
+        [
+          'longest without renewal / lag vs ttl/3 schedule',
+          `${ren.pttl.longestUnrenewedMs} ms / ${ren.pttl.lagMs >= 0 ? '+' : ''}${ren.pttl.lagMs} ms`,
+          '–',
+        ],
+        ['locks lost during the hold', String(ren.lost), '–'],
+      ],
+    ),
+  );
+
+  const d = r.decorator;
+  section(
+    '7. Decorator overhead: `@WithLock` method versus `LockService.using`, same work and key',
+    `One caller; the two alternate call by call (${int(d.calls)} calls each) over ` +
+      `${r.config.decorator.rounds} rounds of ${r.config.decorator.roundMs / 1000} s; overhead = ` +
+      `median of the rounds' time ratios (range ${Math.min(...d.roundOverheadsPct).toFixed(1)} ` +
+      `to ${Math.max(...d.roundOverheadsPct).toFixed(1)} %).`,
+    table(
+      ['Call', 'ops/s', 'median latency µs'],
+      [
+        ["`@WithLock('dec:<id>')` method", int(d.decoratorOpsPerSec), ms(d.decoratorP50Us)],
+        ["`locks.using('dec:' + id, fn)`", int(d.usingOpsPerSec), ms(d.usingP50Us)],
+        ['overhead', `${d.overheadPct.toFixed(1)} %`, ''],
+      ],
+    ),
+  );
+
+  out.push(
+    '### How each implementation waits\n\n' +
+      r.implementations.map((i) => `- ${i.name}: ${i.waiting}`).join('\n') +
+      '\n',
+  );
+
+  out.push(
+    '### Targets (issue #5), judged on this run\n\n' +
+      table(
+        ['Target', 'Measured', 'Result'],
+        r.checklist.map((check) => [check.target, check.measured, check.pass ? 'PASS' : 'FAIL']),
+        3,
+      ) +
+      `\n\n${r.checklist.filter((check) => check.pass).length} of ${r.checklist.length} passed.` +
+      (r.violations.length
+        ? `\n\n**Mutual exclusion violated:** ${r.violations.join('; ')}`
+        : '\n\nNo lost updates or overlapping holders in any implementation.') +
+      '\n',
+  );
+  return out.join('\n');
+}

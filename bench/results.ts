@@ -1,0 +1,42 @@
+import type { CONFIG } from './config.js';
+import type { MachineInfo } from './machine.js';
+import type { Check } from './targets.js';
+import type { BurstResult } from './workloads/burst.js';
+import type { ContendedResult } from './workloads/contended.js';
+import type { DecoratorResult } from './workloads/decorator.js';
+import type { HeldResult } from './workloads/held-locks.js';
+import type { ThroughputResult } from './workloads/throughput.js';
+
+export interface ImplementationInfo {
+  id: string;
+  name: string;
+  waiting: string;
+}
+
+/** Everything one run measured; written as JSON and rendered as markdown. */
+export interface BenchResults {
+  startedAt: string;
+  durationS: number;
+  machine: MachineInfo;
+  /** REDIS_URL was used: another client may have added to the command counts. */
+  externalRedis: boolean;
+  config: typeof CONFIG;
+  implementations: ImplementationInfo[];
+  /** Id of the implementation the ratios of workloads 1 and 2 divide by. */
+  floorId: string;
+  libraryId: string;
+  /**
+   * Median PING round trips measured in this run: each after a timer as long as the burst's
+   * hold (used for the burst's ideal), and back-to-back.
+   */
+  rtt: { afterIdleMs: number; backToBackMs: number };
+  uncontended: Record<string, ThroughputResult>;
+  parallel: Record<string, ThroughputResult>;
+  contended: Record<string, ContendedResult>;
+  burst: Record<string, BurstResult>;
+  decorator: DecoratorResult;
+  held: HeldResult;
+  checklist: Check[];
+  /** Mutual-exclusion violations (lost updates, overlaps): these make the run exit 1. */
+  violations: string[];
+}

@@ -1,0 +1,36 @@
+/** Small statistics helpers; nearest-rank percentiles, so every figure is a value that occurred. */
+
+export function median(values: readonly number[]): number {
+  return percentile(values, 50);
+}
+
+/** Nearest-rank percentile (p in 0–100) of the values; NaN for no values. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+export function max(values: readonly number[]): number {
+  return values.length === 0 ? NaN : values.reduce((a, b) => (b > a ? b : a), -Infinity);
+}
+
+export function min(values: readonly number[]): number {
+  return values.length === 0 ? NaN : values.reduce((a, b) => (b < a ? b : a), Infinity);
+}
+
+export function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+/** Rounds for the JSON file: enough digits to compare runs, not float noise. */
+export function round(value: number, digits = 2): number {
+  if (!Number.isFinite(value)) return value;
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export const now = () => performance.now();

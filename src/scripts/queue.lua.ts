@@ -1,0 +1,54 @@
+/**
+ * Lua shared by the acquire and release scripts: the fencing counter and the queue of waiters.
+ *
+ * KEYS, in both scripts: [1] lock, [2] fencing counter, [3] queue (zset: waiter token by arrival
+ * time in µs), [4] leases (zset: waiter token by the server time in ms when it counts as gone),
+ * [5] ttls (hash: waiter token to the TTL it asked for).
+ *
+ * A waiter in the queue renews its lease each time it checks in; one that stops checking in
+ * (its process died) is dropped once its lease runs out, so it cannot block the line. When the
+ * lock is released, or found free while waiters are queued, it is handed straight to the
+ * longest-waiting live waiter: set to that waiter's token, and announced on the lock's channel
+ * as "<token> <fencing token>", so the waiter holds it without another round trip.
+ */
+export const QUEUE_LUA = `
+if redis.replicate_commands then redis.replicate_commands() end
+
+local function server_time_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- The next fencing token: above the last one, and never below the server clock in µs.
+local function next_fence(fence_ttl)
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+  local fence = math.max(last + 1, server_time_us())
+  redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', fence_ttl)
+  return fence
+end
+
+local function leave_queue(token)
+  redis.call('ZREM', KEYS[3], token)
+  redis.call('ZREM', KEYS[4], token)
+  redis.call('HDEL', KEYS[5], token)
+end
+
+-- The longest-waiting waiter whose lease still runs, after dropping those whose lease ran out.
+local function live_head()
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', math.floor(server_time_us() / 1000))
+  for _, token in ipairs(gone) do leave_queue(token) end
+  return redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+end
+
+-- Hands the free lock to the head of the queue, if there is one; true if it did.
+local function grant_head(channel, fence_ttl)
+  local head = live_head()
+  if not head then return false end
+  local ttl = tonumber(redis.call('HGET', KEYS[5], head))
+  leave_queue(head)
+  redis.call('SET', KEYS[1], head, 'PX', ttl)
+  local fence = next_fence(math.max(ttl, fence_ttl))
+  redis.call('PUBLISH', channel, head .. ' ' .. string.format('%.0f', fence))
+  return true
+end
+`;
