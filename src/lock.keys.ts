@@ -27,7 +27,7 @@ export function toRedisKey(prefix: string, key: unknown): string {
 }
 
 /** What the library keeps beside a lock: its fencing counter and its queue of waiters. */
-export type SideKeyRole = 'fence' | 'queue' | 'leases' | 'ttls';
+export type SideKeyRole = 'fence' | 'queue' | 'waiters';
 
 /**
  * A key that the library keeps beside a lock key, in the same Redis Cluster hash slot: it
@@ -46,8 +46,7 @@ export function scriptKeysOf(redisKey: string): string[] {
     redisKey,
     sideKeyOf(redisKey, 'fence'),
     sideKeyOf(redisKey, 'queue'),
-    sideKeyOf(redisKey, 'leases'),
-    sideKeyOf(redisKey, 'ttls'),
+    sideKeyOf(redisKey, 'waiters'),
   ];
 }
 

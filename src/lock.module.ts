@@ -30,13 +30,14 @@ const providers: Provider[] = [
   {
     provide: LOCK_STORE,
     useFactory: (options: ResolvedLockOptions): LockStore => {
-      if (options.store === 'memory') return new MemoryLockStore();
+      if (options.store === 'memory') return new MemoryLockStore(options.fair);
       const logger = new Logger(LockModule.name);
       const { redis } = options;
       const given = isRedisClient(redis);
       return new RedisLockStore({
         client: given ? redis : createRedisClient(redis),
         ownsClient: !given,
+        fair: options.fair,
         commandTimeout: options.commandTimeout,
         onError: (message, error) => logger.warn(`${message}: ${messageOf(error)}`),
       });

@@ -70,7 +70,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       (lock, reason, kind) => this.onLost(lock, reason, kind),
       (error) => this.logger.warn(`Lock renewal failed, will retry: ${messageOf(error)}`),
     );
-    this.waiters = new Waiters(store);
+    this.waiters = new Waiters(store, options.fair);
   }
 
   /**

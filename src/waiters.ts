@@ -52,7 +52,15 @@ export class Waiters {
   /** Waiters that a handover message served while their own attempt was on its way. */
   private readonly handedOver = new WeakSet<Waiter>();
 
-  constructor(private readonly store: LockStore) {}
+  /**
+   * @param queueing the store keeps a queue (fair mode): a caller that becomes the head here
+   *   tries at once, which takes its place in that queue; without one it would only find the
+   *   lock taken, and waits for the release instead
+   */
+  constructor(
+    private readonly store: LockStore,
+    private readonly queueing: boolean,
+  ) {}
 
   /** Whether callers of this process are already waiting for `key`. */
   has(key: string): boolean {
@@ -173,14 +181,14 @@ export class Waiters {
   }
 
   /**
-   * After an attempt: a new head tries at once (so that, in a queueing store, it takes its place
-   * in line without delay); the same head tries again when a release is announced, or after the
-   * fallback delay.
+   * After an attempt: with a queueing store, a new head tries at once, to take its place in
+   * line; otherwise the head tries again when a release is announced, or after the fallback
+   * delay.
    */
   private afterAttempt(queue: KeyQueue, headChanged: boolean): void {
     if (queue.waiters.length === 0) {
       this.end(queue);
-    } else if (headChanged || queue.notified) {
+    } else if ((headChanged && this.queueing) || queue.notified) {
       this.next(queue);
     } else {
       this.fallBack(queue);

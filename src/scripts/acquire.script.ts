@@ -18,24 +18,33 @@ import { QUEUE_LUA } from './queue.lua.js';
  */
 export const ACQUIRE_SCRIPT = new LuaScript(`${QUEUE_LUA}
 local token, ttl, fence_ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local holder = redis.call('GET', KEYS[1])
-if holder == token then
-  return {1, tonumber(redis.call('GET', KEYS[2]))}
-end
-if not holder then
-  local head = live_head()
-  if not head or head == token then
-    leave_queue(token)
-    redis.call('SET', KEYS[1], token, 'PX', ttl)
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
     return {1, next_fence(math.max(ttl, fence_ttl))}
   end
-  grant_head(ARGV[4], fence_ttl)
+  if redis.call('GET', KEYS[1]) == token then
+    return {1, tonumber(redis.call('GET', KEYS[2]))}
+  end
+else
+  local holder = redis.call('GET', KEYS[1])
+  if holder == token then
+    return {1, tonumber(redis.call('GET', KEYS[2]))}
+  end
+  if not holder then
+    local head = live_head()
+    if not head or head == token then
+      leave_queue(token)
+      redis.call('SET', KEYS[1], token, 'PX', ttl)
+      return {1, next_fence(math.max(ttl, fence_ttl))}
+    end
+    grant_head(ARGV[4], fence_ttl)
+  end
 end
 if ARGV[5] == '1' then
   local now_us = server_time_us()
+  local lease_end = math.floor(now_us / 1000) + tonumber(ARGV[6])
   redis.call('ZADD', KEYS[3], 'NX', now_us, token)
-  redis.call('ZADD', KEYS[4], math.floor(now_us / 1000) + tonumber(ARGV[6]), token)
-  redis.call('HSET', KEYS[5], token, ttl)
+  redis.call('HSET', KEYS[4], token, string.format('%.0f %d', lease_end, ttl))
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `);

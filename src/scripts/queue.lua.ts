@@ -2,14 +2,14 @@
  * Lua shared by the acquire and release scripts: the fencing counter and the queue of waiters.
  *
  * KEYS, in both scripts: [1] lock, [2] fencing counter, [3] queue (zset: waiter token by arrival
- * time in µs), [4] leases (zset: waiter token by the server time in ms when it counts as gone),
- * [5] ttls (hash: waiter token to the TTL it asked for).
+ * time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>").
  *
- * A waiter in the queue renews its lease each time it checks in; one that stops checking in
- * (its process died) is dropped once its lease runs out, so it cannot block the line. When the
- * lock is released, or found free while waiters are queued, it is handed straight to the
- * longest-waiting live waiter: set to that waiter's token, and announced on the lock's channel
- * as "<token> <fencing token>", so the waiter holds it without another round trip.
+ * A queued waiter renews its lease each time it checks in; one that stops checking in (its
+ * process died) is dropped when it reaches the head with its lease run out, so it cannot block
+ * the line. When the lock is released, or found free while waiters are queued, it is handed
+ * straight to the longest-waiting live waiter: set to that waiter's token, and announced on the
+ * lock's channel as "<token> <fencing token>", so the waiter holds it without another request.
+ * With nobody queued, the scripts touch the queue with one EXISTS.
  */
 export const QUEUE_LUA = `
 if redis.replicate_commands then redis.replicate_commands() end
@@ -29,22 +29,26 @@ end
 
 local function leave_queue(token)
   redis.call('ZREM', KEYS[3], token)
-  redis.call('ZREM', KEYS[4], token)
-  redis.call('HDEL', KEYS[5], token)
+  redis.call('HDEL', KEYS[4], token)
 end
 
--- The longest-waiting waiter whose lease still runs, after dropping those whose lease ran out.
+-- The longest-waiting waiter whose lease still runs, and its TTL; drops dead ones before it.
 local function live_head()
-  local gone = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', math.floor(server_time_us() / 1000))
-  for _, token in ipairs(gone) do leave_queue(token) end
-  return redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  local now_ms
+  while true do
+    local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    if not head then return nil end
+    local lease_end, ttl = string.match(redis.call('HGET', KEYS[4], head) or '', '^(%d+) (%d+)$')
+    now_ms = now_ms or math.floor(server_time_us() / 1000)
+    if lease_end and tonumber(lease_end) > now_ms then return head, tonumber(ttl) end
+    leave_queue(head)
+  end
 end
 
 -- Hands the free lock to the head of the queue, if there is one; true if it did.
 local function grant_head(channel, fence_ttl)
-  local head = live_head()
+  local head, ttl = live_head()
   if not head then return false end
-  local ttl = tonumber(redis.call('HGET', KEYS[5], head))
   leave_queue(head)
   redis.call('SET', KEYS[1], head, 'PX', ttl)
   local fence = next_fence(math.max(ttl, fence_ttl))

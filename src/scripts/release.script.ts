@@ -2,20 +2,23 @@ import { LuaScript } from './lua-script.js';
 import { QUEUE_LUA } from './queue.lua.js';
 
 /**
- * Compare-and-delete, and the caller leaves the queue if it stood in it (a waiter that gives
- * up). A deleted lock goes straight to the head of the queue, if anyone waits there; otherwise
- * an empty message on the lock's channel wakes the waiters that do not queue.
+ * Compare-and-delete. A deleted lock goes straight to the head of the queue if anyone waits
+ * there; otherwise, when asked to, an empty message on the lock's channel wakes the waiters
+ * that do not queue (fair mode off). A caller that did not hold the lock leaves the queue (a
+ * waiter that gives up).
  *
- * KEYS: see {@link QUEUE_LUA}. ARGV: token, release channel, fencing counter ttl (ms).
+ * KEYS: see {@link QUEUE_LUA}. ARGV: token, release channel, fencing counter ttl (ms), 1 to
+ * announce a release that nobody was queued for.
  * Returns 1 when the lock was the caller's and is released, 0 when it was not.
  */
 export const RELEASE_SCRIPT = new LuaScript(`${QUEUE_LUA}
-leave_queue(ARGV[1])
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  leave_queue(ARGV[1])
   return 0
 end
 redis.call('DEL', KEYS[1])
-if not grant_head(ARGV[2], tonumber(ARGV[3])) then
+local granted = redis.call('EXISTS', KEYS[3]) == 1 and grant_head(ARGV[2], tonumber(ARGV[3]))
+if not granted and ARGV[4] == '1' then
   redis.call('PUBLISH', ARGV[2], '')
 end
 return 1

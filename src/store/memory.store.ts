@@ -47,7 +47,14 @@ export const processSpace = new MemorySpace();
 export class MemoryLockStore implements LockStore {
   private readonly subscriptions = new Set<() => void>();
 
-  constructor(private readonly space: MemorySpace = processSpace) {}
+  /**
+   * @param fair whether waiters queue (see the Redis store); when false, releases that nobody
+   *   was queued for are announced to the waiters that race for the lock
+   */
+  constructor(
+    private readonly fair: boolean,
+    private readonly space: MemorySpace = processSpace,
+  ) {}
 
   async acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt> {
     const held = this.space.live(this.space.locks, key);
@@ -78,7 +85,7 @@ export class MemoryLockStore implements LockStore {
     this.leaveQueue(key, token);
     if (this.space.live(this.space.locks, key)?.value !== token) return false;
     this.space.locks.delete(key);
-    if (!this.grantHead(key)) this.announce(key, '');
+    if (!this.grantHead(key) && !this.fair) this.announce(key, '');
     return true;
   }
 

@@ -21,6 +21,11 @@ export interface RedisLockStoreOptions {
   client: Redis | Cluster;
   /** Whether `close()` should close `client` (true when the module created it). */
   ownsClient: boolean;
+  /**
+   * Waiters queue in Redis and releases hand the lock over; when false, every release that
+   * nobody was queued for is announced instead, to wake the waiters that race for it.
+   */
+  fair: boolean;
   commandTimeout: number;
   /** Receives connection problems that no caller is waiting for. */
   onError: (message: string, error: unknown) => void;
@@ -75,7 +80,12 @@ export class RedisLockStore implements LockStore {
 
   async release(key: string, token: string): Promise<boolean> {
     const reply = await this.command(key, 'release', () =>
-      RELEASE_SCRIPT.run(this.client, scriptKeysOf(key), [token, key, FENCE_TTL]),
+      RELEASE_SCRIPT.run(this.client, scriptKeysOf(key), [
+        token,
+        key,
+        FENCE_TTL,
+        this.options.fair ? 0 : 1,
+      ]),
     );
     return Number(reply) === 1;
   }

@@ -1,8 +1,9 @@
 import { RedisServer } from '../support/redis-server.js';
+import { LockNotAcquiredError } from '../../src/index.js';
 import { bootLockApp, rawClient, sleep, type LockApp } from '../support/lock-app.js';
 import type { Redis } from 'ioredis';
 
-describe('waiting for a held lock', () => {
+describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
   let server: RedisServer;
   let holder: LockApp;
   let waiter: LockApp;
@@ -10,8 +11,8 @@ describe('waiting for a held lock', () => {
 
   beforeAll(async () => {
     server = await RedisServer.start();
-    holder = await bootLockApp({ redis: server.url });
-    waiter = await bootLockApp({ redis: server.url });
+    holder = await bootLockApp({ redis: server.url, fair });
+    waiter = await bootLockApp({ redis: server.url, fair });
     monitor = rawClient(server.url);
   });
 
@@ -54,5 +55,88 @@ describe('waiting for a held lock', () => {
     // 20 handoffs: each costs an acquire and a release, with few wasted attempts, because only
     // the head of the local queue asks Redis.
     expect((await attempts()) - before).toBeLessThanOrEqual(20 * 2 + 10);
+  });
+});
+
+describe('fair mode across processes', () => {
+  let server: RedisServer;
+  const apps: LockApp[] = [];
+  let redis: Redis;
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    for (let i = 0; i < 3; i++) apps.push(await bootLockApp({ redis: server.url }));
+    redis = rawClient(server.url);
+  });
+
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    await redis.quit();
+    await server.stop();
+  });
+
+  it('serves the processes in the order they queued, each its own callers in order', async () => {
+    const [a, b, c] = apps;
+    const order: string[] = [];
+    const held = await a.locks.acquire('line', { ttl: 10_000 });
+    const queued = [b, c, b, c].map(async (app, i) => {
+      await sleep(30 * i);
+      const lock = await app.locks.acquire('line', { waitTimeout: 10_000 });
+      order.push(`waiter ${i}`);
+      await sleep(5);
+      await lock.release();
+    });
+    await sleep(150);
+    await held.release();
+    const again = await a.locks.acquire('line', { waitTimeout: 10_000 });
+    order.push('holder again');
+    await again.release();
+    await Promise.all(queued);
+    // Each process queues its longest-waiting caller in Redis: b's and c's first callers came
+    // before the holder asked again, so they go first; then the processes take turns.
+    expect(order.slice(0, 2)).toEqual(['waiter 0', 'waiter 1']);
+    expect(order.indexOf('waiter 2')).toBeGreaterThan(order.indexOf('waiter 0'));
+    expect(order.indexOf('waiter 3')).toBeGreaterThan(order.indexOf('waiter 1'));
+    expect(order).toHaveLength(5);
+  });
+
+  it('hands a released lock straight to the queued waiter, with a greater fencing token', async () => {
+    const [a, b] = apps;
+    const held = await a.locks.acquire('handover', { ttl: 10_000 });
+    const waiting = b.locks.acquire('handover', { waitTimeout: 10_000 });
+    await sleep(100);
+    await held.release();
+    const lock = await waiting;
+    expect(await redis.get(lock.key)).toBe(lock.token);
+    expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+    await lock.release();
+    expect(await redis.exists('{lock:handover}:queue', '{lock:handover}:waiters')).toBe(0);
+  });
+
+  it('skips a queued waiter whose process stopped checking in', async () => {
+    const [a, b] = apps;
+    const held = await a.locks.acquire('dead', { ttl: 10_000 });
+    // A waiter queued first whose lease has already run out, as if its process had died.
+    await redis.zadd('{lock:dead}:queue', 1, 'ghost');
+    await redis.hset('{lock:dead}:waiters', 'ghost', '1 30000');
+    const waiting = b.locks.acquire('dead', { waitTimeout: 10_000 });
+    await sleep(100);
+    await held.release();
+    const lock = await waiting;
+    expect(await redis.get(lock.key)).toBe(lock.token);
+    await lock.release();
+    expect(await redis.zcard('{lock:dead}:queue')).toBe(0);
+  });
+
+  it('a waiter that gives up leaves the queue and does not receive the lock', async () => {
+    const [a, b] = apps;
+    const held = await a.locks.acquire('quitter', { ttl: 10_000 });
+    await expect(b.locks.acquire('quitter', { waitTimeout: 200 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    await sleep(50);
+    expect(await redis.zcard('{lock:quitter}:queue')).toBe(0);
+    await held.release();
+    expect(await redis.exists(held.key)).toBe(0);
   });
 });
