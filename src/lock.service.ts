@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
+import { newToken } from './lock.token.js';
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { LOCK_OPTIONS, LOCK_STORE, MIN_TTL } from './lock.constants.js';
 import {
@@ -241,7 +241,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   ): Promise<HeldLock | undefined> {
     const key = toRedisKey(this.options.keyPrefix, name);
     if (this.closed) throw shutDownError();
-    const token = randomBytes(16).toString('hex');
+    const token = newToken();
     const startedAt = monotonicNow();
     let sentAt = startedAt;
     const queue = this.options.fair && resolved.waitTimeout > 0;

@@ -12,8 +12,6 @@
  * With nobody queued, the scripts touch the queue with one EXISTS.
  */
 export const QUEUE_LUA = `
-if redis.replicate_commands then redis.replicate_commands() end
-
 local function server_time_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
