@@ -13,7 +13,6 @@ import { NaiveLoopAdapter } from './adapters/naive-loop.js';
 import { RawFloorAdapter } from './adapters/raw-floor.js';
 import { RedisSemaphoreAdapter } from './adapters/redis-semaphore.js';
 import { RedlockAdapter } from './adapters/redlock.js';
-import { SesameRedlockAdapter } from './adapters/sesame-redlock.js';
 import { ThisLibraryAdapter } from './adapters/this-library.js';
 import type { LockAdapter } from './adapters/types.js';
 import { CONFIG } from './config.js';
@@ -51,8 +50,8 @@ async function main(): Promise<number> {
 
   const url = redis.url;
   const library = await ThisLibraryAdapter.create(url);
-  const redlock = await RedlockAdapter.create(url);
-  const sesame = await SesameRedlockAdapter.create(url);
+  const redlock = await RedlockAdapter.create('redlock', url);
+  const sesame = await RedlockAdapter.create('sesame-redlock', url);
   const semaphore = await RedisSemaphoreAdapter.create(url);
   const floor = await RawFloorAdapter.create(url);
   const naive = await NaiveLoopAdapter.create(url);
