@@ -181,7 +181,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       throw error;
     }
     await end();
-    const lost = all.find((lock) => lock.signal.aborted);
+    const lost = all.find((lock) => lock.lost);
     if (lost) throw lost.signal.reason;
     return result;
   }

@@ -38,7 +38,8 @@ const DRIFT_MS = 2;
 
 /** The library's lock handle, with the bookkeeping that the watchdog needs. */
 export class HeldLock implements Lock {
-  private readonly controller = new AbortController();
+  /** Created when somebody asks for the signal or the lock is lost, not for every lock. */
+  private controller?: AbortController;
   private state: 'held' | 'released' | 'lost' = 'held';
   /** Monotonic ms until which the lock is certainly ours, unless renewed. */
   validUntil = 0;
@@ -67,7 +68,13 @@ export class HeldLock implements Lock {
   }
 
   get signal(): AbortSignal {
+    this.controller ??= new AbortController();
     return this.controller.signal;
+  }
+
+  /** Whether the lock is known lost (its signal, if created, is aborted). */
+  get lost(): boolean {
+    return this.state === 'lost';
   }
 
   get held(): boolean {
@@ -110,6 +117,7 @@ export class HeldLock implements Lock {
   markLost(reason: string): boolean {
     if (this.state === 'lost') return false;
     this.state = 'lost';
+    this.controller ??= new AbortController();
     this.controller.abort(new LockLostError(this.name, reason));
     return true;
   }

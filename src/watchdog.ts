@@ -47,7 +47,8 @@ export class Watchdog {
     this.locks.delete(lock);
     clearTimeout(this.expiries.get(lock));
     this.expiries.delete(lock);
-    if (this.locks.size === 0) this.stopTimer();
+    // The tick timer stays: it is unref'd, and a tick with nothing due just ends. Stopping and
+    // starting it for every short-lived lock would cost more than the tick.
   }
 
   /** Compare-and-pexpire one lock now (the user's `extend`). */
@@ -69,6 +70,7 @@ export class Watchdog {
   stop(): HeldLock[] {
     const held = this.held as HeldLock[];
     for (const lock of held) this.untrack(lock);
+    this.stopTimer();
     return held;
   }
 
