@@ -12,4 +12,5 @@ export {
   LockLostError,
   LockNotAcquiredError,
   LockOptionsError,
+  StaleFencingTokenError,
 } from './lock.errors.js';

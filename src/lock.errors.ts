@@ -89,3 +89,21 @@ function describe(value: unknown): string {
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * A fenced write was refused: the resource has already seen a higher fencing token, so the
+ * writer's lock was taken over by a newer holder (it expired during a pause, a slow network or
+ * a failover) and its write would overwrite newer work.
+ */
+export class StaleFencingTokenError extends LockError {
+  constructor(
+    readonly resource: string,
+    readonly fencingToken: number,
+    readonly highestSeen: number,
+  ) {
+    super(
+      `Write to "${resource}" refused: fencing token ${fencingToken} is older than ` +
+        `${highestSeen}, which a newer lock holder has already presented`,
+    );
+  }
+}

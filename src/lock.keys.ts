@@ -27,7 +27,7 @@ export function toRedisKey(prefix: string, key: unknown): string {
 }
 
 /** What the library keeps beside a lock: its fencing counter and its queue of waiters. */
-export type SideKeyRole = 'fence' | 'queue' | 'waiters';
+export type SideKeyRole = 'fence' | 'queue' | 'waiters' | 'fenced';
 
 /**
  * A key that the library keeps beside a lock key, in the same Redis Cluster hash slot: it

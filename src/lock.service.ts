@@ -4,12 +4,14 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/
 import { LOCK_OPTIONS, LOCK_STORE, MIN_TTL } from './lock.constants.js';
 import {
   LockError,
+  LockKeyResolutionError,
   LockLostError,
   LockNotAcquiredError,
   LockOptionsError,
   messageOf,
+  StaleFencingTokenError,
 } from './lock.errors.js';
-import { toRedisKey } from './lock.keys.js';
+import { sideKeyOf, toRedisKey } from './lock.keys.js';
 import { HeldLock, monotonicNow, type Lock, type LockOwner } from './lock.js';
 import {
   checkTtl,
@@ -106,6 +108,51 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function');
     const resolved = resolveAcquireOptions(options, this.defaults);
     return this.runLocked([key], resolved, () => fn(this.current() as Lock));
+  }
+
+  /**
+   * The fencing guard, for a resource kept in the lock store's Redis: writes `value` to the
+   * Redis key `resource` (not prefixed) only if `fencingToken` is at least the highest token
+   * any write to `resource` has presented, and records it. A holder whose lock expired while it
+   * was paused and was taken over is refused, however late its write arrives.
+   *
+   * @example
+   * ```ts
+   * await locks.using(`order:${id}`, (lock) =>
+   *   locks.writeFenced(`order:${id}:state`, JSON.stringify(state), lock.fencingToken),
+   * );
+   * ```
+   * @param options.ttl expiry of the value in ms (default: none)
+   * @throws StaleFencingTokenError when a newer holder has already written
+   */
+  async writeFenced(
+    resource: string,
+    value: string,
+    fencingToken: number,
+    options: { ttl?: number } = {},
+  ): Promise<void> {
+    const key = toRedisKey('', resource);
+    if (key.startsWith(this.options.keyPrefix)) {
+      throw new LockKeyResolutionError(
+        `Fenced resource "${resource}" lies under the lock prefix "${this.options.keyPrefix}", ` +
+          'where it could overwrite a lock; keep data outside it',
+      );
+    }
+    if (typeof value !== 'string') throw new LockOptionsError('value', value, 'a string');
+    if (!Number.isSafeInteger(fencingToken) || fencingToken <= 0) {
+      throw new LockOptionsError('fencingToken', fencingToken, 'a fencing token from a Lock');
+    }
+    const ttl = options.ttl === undefined ? 0 : checkTtl('ttl', options.ttl);
+    const result = await this.store.writeFenced(
+      key,
+      sideKeyOf(key, 'fenced'),
+      value,
+      fencingToken,
+      ttl,
+    );
+    if (!result.written) {
+      throw new StaleFencingTokenError(resource, fencingToken, result.highestSeen);
+    }
   }
 
   /** Whether anybody (this process or another) holds the lock on `key`. */

@@ -32,6 +32,17 @@ export interface LockStore {
   /** Whether anybody holds the lock. */
   isLocked(key: string): Promise<boolean>;
   /**
+   * Sets `resource` to `value` (for `ttl` ms; 0: no expiry) if `fencingToken` is at least the
+   * highest token recorded in `guard`, and records it. Reports the highest token on refusal.
+   */
+  writeFenced(
+    resource: string,
+    guard: string,
+    value: string,
+    fencingToken: number,
+    ttl: number,
+  ): Promise<{ written: true } | { written: false; highestSeen: number }>;
+  /**
    * Calls `onRelease` whenever the lock on `key` is released, until the returned function is
    * called, with `''`, or with a {@link Handover} message when the lock went to a queued waiter.
    * Resolves once notifications are flowing, so that a release after it is not missed.

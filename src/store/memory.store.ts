@@ -24,6 +24,9 @@ export class MemorySpace {
   /** Per key, the queued waiters in arrival order: token to lease end and requested TTL. */
   readonly queues = new Map<string, Map<string, { leaseEnd: number; ttl: number }>>();
   readonly listeners = new Map<string, Set<(message: string) => void>>();
+  /** Values written through the fencing guard, and the highest token each guard has seen. */
+  readonly values = new Map<string, Expiring<string>>();
+  readonly guards = new Map<string, number>();
 
   /** The entry under `key`, dropping it first if it has expired (Redis expires lazily too). */
   live<T>(entries: Map<string, Expiring<T>>, key: string): Expiring<T> | undefined {
@@ -142,6 +145,23 @@ export class MemoryLockStore implements LockStore {
       held.expiresAt = now + ttl;
       return true;
     });
+  }
+
+  async writeFenced(
+    resource: string,
+    guard: string,
+    value: string,
+    fencingToken: number,
+    ttl: number,
+  ): Promise<{ written: true } | { written: false; highestSeen: number }> {
+    const highestSeen = this.space.guards.get(guard) ?? 0;
+    if (fencingToken < highestSeen) return { written: false, highestSeen };
+    this.space.values.set(resource, {
+      value,
+      expiresAt: ttl > 0 ? monotonicNow() + ttl : Infinity,
+    });
+    this.space.guards.set(guard, fencingToken);
+    return { written: true };
   }
 
   async isLocked(key: string): Promise<boolean> {

@@ -3,6 +3,7 @@ import { FENCE_TTL } from '../lock.constants.js';
 import { LockConnectionError, messageOf } from '../lock.errors.js';
 import { scriptKeysOf } from '../lock.keys.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
+import { FENCED_WRITE_SCRIPT } from '../scripts/fenced-write.script.js';
 import { RELEASE_SCRIPT } from '../scripts/release.script.js';
 import { RENEW_SCRIPT } from '../scripts/renew.script.js';
 import {
@@ -106,6 +107,21 @@ export class RedisLockStore implements LockStore {
     }
     const replies = (await Promise.all(chunks)) as unknown[][];
     return replies.flat().map((renewed) => Number(renewed) === 1);
+  }
+
+  async writeFenced(
+    resource: string,
+    guard: string,
+    value: string,
+    fencingToken: number,
+    ttl: number,
+  ): Promise<{ written: true } | { written: false; highestSeen: number }> {
+    const [written, highest] = (await this.command(resource, 'writeFenced', () =>
+      FENCED_WRITE_SCRIPT.run(this.client, [resource, guard], [fencingToken, value, ttl]),
+    )) as [number | string, string];
+    return Number(written) === 1
+      ? { written: true }
+      : { written: false, highestSeen: Number(highest) };
   }
 
   async isLocked(key: string): Promise<boolean> {

@@ -15,6 +15,8 @@ export interface Backend {
   exists(...keys: string[]): Promise<number>;
   set(key: string, value: string, ttlMs?: number): Promise<void>;
   del(key: string): Promise<void>;
+  /** A value written through the fencing guard. */
+  readFenced(resource: string): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -32,6 +34,7 @@ function redisBackend(): Backend {
     del: async (key) => {
       await redis.del(key);
     },
+    readFenced: (resource) => redis.get(resource),
     close: async () => {
       await redis.quit();
     },
@@ -57,6 +60,7 @@ function memoryBackend(): Backend {
     del: async (key) => {
       locks.delete(key);
     },
+    readFenced: async (resource) => processSpace.live(processSpace.values, resource)?.value ?? null,
     close: async () => undefined,
   };
 }
