@@ -213,6 +213,11 @@ export class RedisLockStore implements LockStore {
 
 async function closeConnection(connection: Redis | Cluster): Promise<void> {
   if (connection.status === 'end') return;
+  if (connection.status !== 'ready') {
+    // Not connected (Redis down, still connecting): nothing to say goodbye to.
+    connection.disconnect();
+    return;
+  }
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, QUIT_TIMEOUT);
@@ -224,5 +229,10 @@ async function closeConnection(connection: Redis | Cluster): Promise<void> {
 
 /** Creates the client the module owns from a URL or ioredis options. */
 export function createRedisClient(config: string | RedisOptions): Redis {
-  return typeof config === 'string' ? new Redis(config) : new Redis(config);
+  // ioredis keeps a closed connection's timer for `disconnectTimeout` (2 s by default) when
+  // Redis was unreachable, which holds up the exit of an app that shuts down.
+  const defaults: RedisOptions = { disconnectTimeout: 200 };
+  return typeof config === 'string'
+    ? new Redis(config, defaults)
+    : new Redis({ ...defaults, ...config });
 }
