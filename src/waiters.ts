@@ -74,13 +74,7 @@ export class Waiters {
       queue = this.open(key, pttl);
     }
     queue.waiters.push(waiter);
-    if (waiter.deadline < Infinity) {
-      const timer = setTimeout(
-        () => this.giveUp(queue, waiter),
-        Math.max(0, waiter.deadline - monotonicNow()),
-      );
-      queue.timeouts.set(waiter, timer);
-    }
+    if (waiter.deadline < Infinity) this.armDeadline(queue, waiter);
   }
 
   /**
@@ -203,7 +197,21 @@ export class Waiters {
     queue.fallback = setTimeout(() => this.next(queue), delay);
   }
 
+  private armDeadline(queue: KeyQueue, waiter: Waiter): void {
+    const timer = setTimeout(
+      () => this.giveUp(queue, waiter),
+      Math.ceil(Math.max(0, waiter.deadline - monotonicNow())),
+    );
+    queue.timeouts.set(waiter, timer);
+  }
+
   private giveUp(queue: KeyQueue, waiter: Waiter): void {
+    // Timers count on the event loop's millisecond clock and can fire a little early by the
+    // monotonic one; a caller must have waited its full waitTimeout.
+    if (monotonicNow() < waiter.deadline && queue.waiters.includes(waiter)) {
+      this.armDeadline(queue, waiter);
+      return;
+    }
     const isHeadInFlight = queue.attempting && queue.waiters[0] === waiter;
     if (!this.remove(queue, waiter)) return;
     waiter.timedOut(queue.pttl);
