@@ -63,12 +63,10 @@ export class RedisLockStore implements LockStore {
       ]),
     );
     const [acquired, value] = (await reply.catch((error) => {
-      // An attempt that timed out may still succeed on the server later; free what it took.
+      // An attempt that timed out may still reach Redis later and take the lock or a place in
+      // its queue; once it has, give back whatever it took (release also leaves the queue).
       void reply.late.then(
-        (late) =>
-          Number((late as unknown[] | undefined)?.[0]) === 1
-            ? this.release(key, token).catch(() => undefined)
-            : undefined,
+        () => this.release(key, token).catch(() => undefined),
         () => undefined,
       );
       throw error;

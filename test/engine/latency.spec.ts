@@ -1,0 +1,74 @@
+import type { Redis } from 'ioredis';
+import { LockConnectionError, LockLostError } from '../../src/index.js';
+import { aborted, bootLockApp, rawClient, sleep, type LockApp } from '../support/lock-app.js';
+import { RedisServer } from '../support/redis-server.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+describe('latency on the path to Redis', () => {
+  let server: RedisServer;
+  let proxy: TcpProxy;
+  let app: LockApp;
+  let direct: LockApp;
+  let redis: Redis;
+
+  beforeEach(async () => {
+    server = await RedisServer.start();
+    proxy = await TcpProxy.start(server.port);
+    app = await bootLockApp({ redis: proxy.url, commandTimeout: 300 });
+    direct = await bootLockApp({ redis: server.url });
+    redis = rawClient(server.url);
+  });
+
+  afterEach(async () => {
+    proxy.resume();
+    await Promise.all([app.close(), direct.close()]);
+    await redis.quit();
+    await proxy.stop();
+    await server.stop();
+  });
+
+  it('times an acquire out cleanly and frees the lock it took once the reply comes in', async () => {
+    await app.locks.isLocked('warm-up');
+    proxy.stall();
+    // It gives up on its commandTimeout with a connection error, not after the 10 s wait.
+    await expect(app.locks.acquire('slow', { waitTimeout: 10_000 })).rejects.toBeInstanceOf(
+      LockConnectionError,
+    );
+    proxy.resume();
+    // The stalled acquire reaches Redis after all, and takes the lock (30 s TTL). The library
+    // must hand it back as soon as the late reply arrives, not leave it until it expires.
+    let lock = await direct.locks.tryAcquire('slow');
+    for (let i = 0; i < 100 && !lock; i++) {
+      await sleep(20);
+      lock = await direct.locks.tryAcquire('slow');
+    }
+    expect(lock).not.toBeNull();
+    await lock!.release();
+    // Nor may it keep a place in the queue, where the lock would be handed to nobody.
+    for (let i = 0; i < 100 && (await redis.exists('{lock:slow}:queue')) === 1; i++)
+      await sleep(20);
+    expect(await redis.exists('{lock:slow}:queue')).toBe(0);
+  });
+
+  it('treats renewals that come too late as loss, and the lock goes to the next holder', async () => {
+    const lock = await app.locks.acquire('renewed', { ttl: 300 });
+    proxy.stall();
+    const reason = await aborted(lock);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toMatch(/validity ran out/);
+    // Another process, not behind the stalled path, gets the lock once its TTL has run out.
+    const next = await direct.locks.acquire('renewed', { waitTimeout: 5_000 });
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    proxy.resume();
+    await next.release();
+  });
+
+  it('keeps a lock through a slow path as long as renewals arrive in time', async () => {
+    proxy.delay(20);
+    const lock = await app.locks.acquire('slow-but-fine', { ttl: 600 });
+    await sleep(1_500);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await redis.get(lock.key)).toBe(lock.token);
+    expect(await lock.release()).toBe(true);
+  });
+});
