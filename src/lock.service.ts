@@ -222,6 +222,8 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       );
     let result: T;
     try {
+      const lost = all.find((lock) => !lock.held);
+      if (lost) throw lost.signal.reason;
       result = await this.context.run(frame, work);
     } catch (error) {
       await end();
@@ -274,7 +276,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     };
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled([...this.attempts]).then(releaseAll),
+      Promise.all([releaseAll(), Promise.allSettled([...this.attempts])]),
       new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_RELEASE_TIMEOUT))),
     ]);
     clearTimeout(timer);
@@ -292,9 +294,16 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     const startedAt = monotonicNow();
     let sentAt = startedAt;
     const queue = this.options.fair && resolved.waitTimeout > 0;
-    const attempt = () => {
-      sentAt = monotonicNow();
-      return this.store.acquire(key, token, resolved.ttl, queue);
+    // A lock handed over counts from the last attempt that Redis refused: that one was answered
+    // before the handover, while a later one may still have been on its way.
+    let refusedAt = startedAt;
+    const inUse = () => this.watchdog.holds(token);
+    const attempt = async () => {
+      const sent = monotonicNow();
+      sentAt = sent;
+      const result = await this.store.acquire(key, token, resolved.ttl, queue, inUse);
+      if (!result.acquired) refusedAt = sent;
+      return result;
     };
     // Behind callers of this process that already wait for the key, a new caller queues up
     // instead of trying first: otherwise a holder that releases and asks again wins every time.
@@ -310,7 +319,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
             }
             return result;
           });
-    const hold = (fencingToken: number) => {
+    const hold = (fencingToken: number, validFrom = sentAt) => {
       const lock = new HeldLock(
         this,
         name,
@@ -319,7 +328,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
         fencingToken,
         resolved.ttl,
         resolved.watchdog,
-        sentAt,
+        validFrom,
       );
       this.watchdog.track(lock);
       return lock;
@@ -337,8 +346,12 @@ export class LockService implements LockOwner, OnApplicationShutdown {
           deadline: startedAt + resolved.waitTimeout,
           attempt,
           acquired: (fencingToken, handedOver) =>
-            resolve(handedOver ? this.freshen(hold(fencingToken)) : hold(fencingToken)),
-          failed: reject,
+            resolve(handedOver ? this.freshen(hold(fencingToken, refusedAt)) : hold(fencingToken)),
+          failed: (error) => {
+            // Leave the store's queue, where the first attempt may have put the caller.
+            this.store.release(key, token).catch(() => undefined);
+            reject(error);
+          },
           timedOut: (pttl) => {
             // Leave the store's queue; should the lock have been handed over meanwhile, this
             // passes it on.
@@ -379,6 +392,8 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     if (lock.validUntil - monotonicNow() < lock.ttl / 2) {
       await this.watchdog.extend(lock, lock.ttl).catch(() => undefined);
     }
+    // Lost before the caller could start: do not hand it a lock that protects nothing.
+    if (!lock.held) throw lock.signal.reason;
     return lock;
   }
 

@@ -164,12 +164,12 @@ export class Waiters {
         } else {
           queue.pttl = result.pttl;
         }
-        this.afterAttempt(queue, result.acquired);
+        this.afterAttempt(queue, queue.waiters[0] !== head);
       },
       (error: unknown) => {
         queue.attempting = false;
         if (this.remove(queue, head)) head.failed(error);
-        this.afterAttempt(queue, true);
+        this.afterAttempt(queue, queue.waiters[0] !== head);
       },
     );
   }
@@ -212,10 +212,13 @@ export class Waiters {
       this.armDeadline(queue, waiter);
       return;
     }
-    const isHeadInFlight = queue.attempting && queue.waiters[0] === waiter;
+    const wasHead = queue.waiters[0] === waiter;
     if (!this.remove(queue, waiter)) return;
     waiter.timedOut(queue.pttl);
-    if (!isHeadInFlight && queue.waiters.length === 0) this.end(queue);
+    // While the old head's attempt is on its way, its result decides what comes next.
+    if (queue.attempting) return;
+    if (queue.waiters.length === 0) this.end(queue);
+    else if (wasHead) this.afterAttempt(queue, true);
   }
 
   /** Takes a waiter out of the queue; `false` if it was no longer there. */

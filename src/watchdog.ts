@@ -38,6 +38,12 @@ export class Watchdog {
     return [...this.locks];
   }
 
+  /** Whether a lock with this token is held and watched here. */
+  holds(token: string): boolean {
+    for (const lock of this.locks) if (lock.token === token) return true;
+    return false;
+  }
+
   track(lock: HeldLock): void {
     this.locks.add(lock);
     this.schedule(lock);

@@ -8,7 +8,9 @@ import { QUEUE_LUA } from './queue.lua.js';
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), fencing counter ttl (ms), release
  * channel, 1 to queue up when the lock is taken (0 to just try), queue lease (ms).
  * Returns `{1, fencingToken}` when the caller holds the lock (also when it was handed to the
- * caller while its answer was on the way), `{0, pttl}` when it does not.
+ * caller while its answer was on the way: then its TTL starts again from this request, so that
+ * the caller's idea of the lock's validity stays on the safe side), `{0, pttl}` when it does
+ * not.
  *
  * The fencing token is `max(last + 1, Redis server time in µs)`: it only grows while the counter
  * exists, and it still grows after the counter is gone (expired, or Redis restarted empty) as
@@ -23,12 +25,14 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
     return {1, next_fence(math.max(ttl, fence_ttl))}
   end
   if redis.call('GET', KEYS[1]) == token then
-    return {1, tonumber(redis.call('GET', KEYS[2]))}
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
   end
 else
   local holder = redis.call('GET', KEYS[1])
   if holder == token then
-    return {1, tonumber(redis.call('GET', KEYS[2]))}
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
   end
   if not holder then
     local head = live_head()
@@ -45,6 +49,9 @@ if ARGV[5] == '1' then
   local lease_end = math.floor(now_us / 1000) + tonumber(ARGV[6])
   redis.call('ZADD', KEYS[3], 'NX', now_us, token)
   redis.call('HSET', KEYS[4], token, string.format('%.0f %d', lease_end, ttl))
+  -- Queue keys outlive every lease they hold only by a margin, so none is left forever.
+  redis.call('PEXPIRE', KEYS[3], 2 * tonumber(ARGV[6]))
+  redis.call('PEXPIRE', KEYS[4], 2 * tonumber(ARGV[6]))
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `);

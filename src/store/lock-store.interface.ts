@@ -19,9 +19,17 @@ export interface LockStore {
   /**
    * One atomic attempt: take the lock if it is free and no queued waiter comes first, issuing a
    * fencing token. With `queue`, a caller that does not get the lock takes (or keeps, renewing
-   * its lease) a place in the key's queue, and the lock is handed to it in its turn.
+   * its lease) a place in the key's queue, and the lock is handed to it in its turn. If the
+   * attempt times out but reaches the store later, what it took is given back, unless
+   * `inUse()` says the caller holds the lock by then (it may have been handed over meanwhile).
    */
-  acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt>;
+  acquire(
+    key: string,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    inUse: () => boolean,
+  ): Promise<AcquireAttempt>;
   /**
    * Compare-and-delete; `false` when the lock no longer held this token. The token also leaves
    * the queue. The lock goes to the head of the queue if anyone waits there.

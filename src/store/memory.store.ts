@@ -62,6 +62,8 @@ export class MemoryLockStore implements LockStore {
   async acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt> {
     const held = this.space.live(this.space.locks, key);
     if (held?.value === token) {
+      // Handed over: the TTL starts again from this request, as in the Redis script.
+      held.expiresAt = monotonicNow() + ttl;
       return { acquired: true, fencingToken: this.space.fences.get(key)?.value ?? 0 };
     }
     if (!held) {

@@ -51,7 +51,13 @@ export class RedisLockStore implements LockStore {
     }
   }
 
-  async acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt> {
+  async acquire(
+    key: string,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    inUse: () => boolean,
+  ): Promise<AcquireAttempt> {
     const reply = this.command(key, 'acquire', () =>
       ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key), [
         token,
@@ -66,7 +72,7 @@ export class RedisLockStore implements LockStore {
       // An attempt that timed out may still reach Redis later and take the lock or a place in
       // its queue; once it has, give back whatever it took (release also leaves the queue).
       void reply.late.then(
-        () => this.release(key, token).catch(() => undefined),
+        () => (inUse() ? undefined : this.release(key, token).catch(() => undefined)),
         () => undefined,
       );
       throw error;
