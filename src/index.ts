@@ -4,7 +4,12 @@ export { WithLock, type WithLockOptions } from './decorators/with-lock.decorator
 export type { LockKeySource } from './decorators/key-template.js';
 export { LockExceptionFilter } from './lock-exception.filter.js';
 export type { Lock } from './lock.js';
-export type { AcquireOptions, LockModuleOptions } from './lock.options.js';
+export type {
+  AcquireOptions,
+  LockModuleOptions,
+  RedisClusterConfig,
+  RedisServerConfig,
+} from './lock.options.js';
 export {
   LockConnectionError,
   LockError,
@@ -12,5 +17,7 @@ export {
   LockLostError,
   LockNotAcquiredError,
   LockOptionsError,
+  LockQuorumError,
+  LockReplicationError,
   StaleFencingTokenError,
 } from './lock.errors.js';

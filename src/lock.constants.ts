@@ -4,6 +4,10 @@ export const DEFAULT_TTL = 30_000;
 export const DEFAULT_WAIT_TIMEOUT = 10_000;
 export const DEFAULT_COMMAND_TIMEOUT = 5_000;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export const DEFAULT_NODE_TIMEOUT = 250;
+export const DEFAULT_DRIFT_FACTOR = 0.01;
+/** Added to the drift allowance of every TTL, in ms. */
+export const DRIFT_MS = 2;
 
 /** Longest key accepted, in characters, not counting the prefix. */
 export const MAX_KEY_LENGTH = 1024;

@@ -66,12 +66,13 @@ export class LockOptionsError extends LockError {
 
 /** Redis could not be reached (or did not answer in time) while working on a lock. */
 export class LockConnectionError extends LockError {
+  /** @param reason what went wrong, without the key */
   constructor(
     readonly key: string,
-    message: string,
+    readonly reason: string,
     options?: { cause?: unknown },
   ) {
-    super(`Lock "${key}": ${message}`, options);
+    super(`Lock "${key}": ${reason}`, options);
   }
 }
 
@@ -104,6 +105,52 @@ export class StaleFencingTokenError extends LockError {
     super(
       `Write to "${resource}" refused: fencing token ${fencingToken} is older than ` +
         `${highestSeen}, which a newer lock holder has already presented`,
+    );
+  }
+}
+
+/**
+ * RedLock could not reach a majority of its masters: the operation cannot be decided, so it
+ * fails instead of guessing. Names the masters that did not answer.
+ */
+export class LockQuorumError extends LockConnectionError {
+  /**
+   * @param unreachable each master that failed, as `host:port`, with what went wrong
+   * @param quorum how many masters must answer (a majority)
+   * @param masters how many masters there are
+   */
+  constructor(
+    key: string,
+    operation: string,
+    readonly unreachable: readonly { master: string; error: string }[],
+    readonly quorum: number,
+    readonly masters: number,
+  ) {
+    super(
+      key,
+      `${operation} needs ${quorum} of ${masters} Redis masters, but ${unreachable.length} ` +
+        `could not be reached: ${unreachable.map(({ master, error }) => `${master} (${error})`).join(', ')}`,
+    );
+  }
+}
+
+/**
+ * With `waitForReplicas`, too few replicas acknowledged an acquisition or renewal in time. A
+ * failover could lose what they did not acknowledge, so the acquisition was undone (a renewal
+ * does not count).
+ */
+export class LockReplicationError extends LockConnectionError {
+  constructor(
+    key: string,
+    operation: string,
+    readonly acknowledged: number,
+    readonly wanted: number,
+    timeout: number,
+  ) {
+    super(
+      key,
+      `${operation} was acknowledged by ${acknowledged} of the ${wanted} replicas it waits for ` +
+        `within ${timeout} ms; a failover could lose it, so it does not count`,
     );
   }
 }

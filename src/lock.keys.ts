@@ -58,3 +58,21 @@ function hashTag(key: string): string | undefined {
   if (close <= open + 1) return undefined;
   return key.slice(open + 1, close);
 }
+
+/** Number of hash slots in a Redis Cluster. */
+const CLUSTER_SLOTS = 16_384;
+
+/**
+ * The Redis Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key
+ * when it has none, modulo 16384.
+ */
+export function slotOf(key: string): number {
+  let crc = 0;
+  for (const byte of Buffer.from(hashTag(key) ?? key)) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) {
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+  }
+  return crc % CLUSTER_SLOTS;
+}

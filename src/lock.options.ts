@@ -1,6 +1,8 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import {
   DEFAULT_COMMAND_TIMEOUT,
+  DEFAULT_DRIFT_FACTOR,
+  DEFAULT_NODE_TIMEOUT,
   DEFAULT_KEY_PREFIX,
   DEFAULT_REDIS_URL,
   DEFAULT_TTL,
@@ -10,17 +12,31 @@ import {
 } from './lock.constants.js';
 import { LockOptionsError } from './lock.errors.js';
 
+/** One Redis server: a `redis://` / `rediss://` URL, ioredis options, or an ioredis client. */
+export type RedisServerConfig = string | RedisOptions | Redis;
+
+/** A Redis Cluster for the module to connect to: its startup nodes and ioredis options. */
+export interface RedisClusterConfig {
+  cluster: ClusterNode[];
+  clusterOptions?: ClusterOptions;
+}
+
 /**
  * Options of {@link LockModule.forRoot} (and what a `forRootAsync` factory returns).
  */
 export interface LockModuleOptions {
   /**
-   * Where the locks live: a `redis://` / `rediss://` URL, ioredis options, or an ioredis
-   * `Redis` / `Cluster` client. A client passed in is reused and never closed by the module;
-   * a client the module creates from a URL or options is closed on shutdown.
-   * Default: `redis://127.0.0.1:6379`.
+   * Where the locks live:
+   * - one Redis: a `redis://` / `rediss://` URL, ioredis options, or an ioredis `Redis`
+   *   client. ioredis options with `sentinels` and `name` follow a Sentinel-managed master.
+   * - Redis Cluster: an ioredis `Cluster` client, or `{ cluster: nodes, clusterOptions? }`.
+   * - RedLock: an array of at least 3 independent masters (URLs, options or clients). A lock
+   *   is held when a majority of them granted it within its validity.
+   *
+   * A client passed in is reused and never closed by the module; a client the module creates
+   * is closed on shutdown. Default: `redis://127.0.0.1:6379`.
    */
-  redis?: string | RedisOptions | Redis | Cluster;
+  redis?: RedisServerConfig | Cluster | RedisClusterConfig | RedisServerConfig[];
   /** Prepended to every key. Default `'lock:'`. Must not contain `{` or `}`. */
   keyPrefix?: string;
   /** Lock time-to-live in ms. Default 30 000. */
@@ -44,6 +60,23 @@ export interface LockModuleOptions {
   store?: 'redis' | 'memory';
   /** Longest wait for one Redis round trip before it counts as a connection failure, in ms. Default 5 000. */
   commandTimeout?: number;
+  /**
+   * RedLock only: longest wait for one master's answer, in ms, far below the TTL, so that a
+   * slow or dead master costs an acquisition no more than this. Default 250.
+   */
+  nodeTimeout?: number;
+  /**
+   * The share of a TTL by which the library's idea of a lock's validity undercuts Redis's, to
+   * allow for clock drift between this process and Redis (plus 2 ms). Default 0.01.
+   */
+  driftFactor?: number;
+  /**
+   * One Redis (or Sentinel) only: after each acquisition or renewal, wait with `WAIT` until
+   * `replicas` replicas acknowledged it, for at most `timeout` ms. Fails closed: an acquisition
+   * that too few replicas acknowledged is undone and rejects with `LockReplicationError`; a
+   * renewal that they did not acknowledge does not count. Default: off.
+   */
+  waitForReplicas?: { replicas: number; timeout: number };
 }
 
 /** Options of one acquisition; each overrides the module's default. */
@@ -56,16 +89,25 @@ export interface AcquireOptions {
   watchdog?: boolean;
 }
 
+/** Where the locks live, once validated. */
+export type ResolvedRedis =
+  | { topology: 'single'; config: RedisServerConfig }
+  | { topology: 'cluster'; config: Cluster | RedisClusterConfig }
+  | { topology: 'redlock'; nodes: RedisServerConfig[] };
+
 /** Module options after validation, with every default filled in. */
 export interface ResolvedLockOptions {
   store: 'redis' | 'memory';
   fair: boolean;
-  redis: string | RedisOptions | Redis | Cluster;
+  redis: ResolvedRedis;
   keyPrefix: string;
   ttl: number;
   waitTimeout: number;
   watchdog: boolean;
   commandTimeout: number;
+  nodeTimeout: number;
+  driftFactor: number;
+  waitForReplicas?: { replicas: number; timeout: number };
 }
 
 /** Per-acquisition options after validation. */
@@ -80,6 +122,9 @@ const MODULE_OPTION_NAMES = new Set([
   'commandTimeout',
   'store',
   'fair',
+  'nodeTimeout',
+  'driftFactor',
+  'waitForReplicas',
   'isGlobal',
 ]);
 const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog']);
@@ -98,10 +143,28 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
   if (store === 'memory' && given.redis !== undefined) {
     throw new LockOptionsError('redis', given.redis, `nothing with store: 'memory'`);
   }
+  const redis = resolveRedis(given.redis);
+  const redlock = redis.topology === 'redlock';
+  if (given.nodeTimeout !== undefined && !redlock) {
+    throw new LockOptionsError(
+      'nodeTimeout',
+      given.nodeTimeout,
+      'nothing: it applies to RedLock only (redis: an array of masters)',
+    );
+  }
+  if (redlock && given.fair === true) {
+    // Fair hand-over needs one queue that orders the waiters; N masters would order them
+    // differently and split the votes.
+    throw new LockOptionsError(
+      'fair',
+      given.fair,
+      'false or nothing with RedLock (redis: an array): waiters are not queued across masters',
+    );
+  }
   return {
     store,
-    fair: checkBoolean('fair', given.fair ?? true),
-    redis: resolveRedis(given.redis),
+    fair: checkBoolean('fair', given.fair ?? !redlock),
+    redis,
     keyPrefix: resolveKeyPrefix(given.keyPrefix),
     ttl: checkTtl('ttl', given.ttl ?? DEFAULT_TTL),
     waitTimeout: checkDuration('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT, 0, true),
@@ -112,6 +175,9 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
       1,
       false,
     ),
+    nodeTimeout: checkDuration('nodeTimeout', given.nodeTimeout ?? DEFAULT_NODE_TIMEOUT, 1, false),
+    driftFactor: resolveDriftFactor(given.driftFactor),
+    waitForReplicas: resolveWaitForReplicas(given.waitForReplicas, store, redis),
   };
 }
 
@@ -212,32 +278,168 @@ function resolveKeyPrefix(value: unknown): string {
   return prefix;
 }
 
-function resolveRedis(value: unknown): ResolvedLockOptions['redis'] {
-  if (value === undefined) return DEFAULT_REDIS_URL;
-  if (typeof value === 'string') {
-    let url: URL | undefined;
-    try {
-      url = new URL(value);
-    } catch {
-      url = undefined;
-    }
-    if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || !url.hostname) {
-      throw new LockOptionsError('redis', value, 'a URL such as "redis://host:6379/0"');
-    }
-    if (url.pathname.length > 1 && !/^\/\d+$/.test(url.pathname)) {
-      throw new LockOptionsError('redis', value, 'a URL whose path is a database number');
-    }
-    return value;
+function resolveDriftFactor(value: unknown): number {
+  const factor = value ?? DEFAULT_DRIFT_FACTOR;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 0 || factor >= 0.5) {
+    throw new LockOptionsError('driftFactor', factor, 'a number from 0 to below 0.5');
   }
-  if (isRedisClient(value)) return value;
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+  return factor;
+}
+
+function resolveWaitForReplicas(
+  value: unknown,
+  store: ResolvedLockOptions['store'],
+  redis: ResolvedRedis,
+): ResolvedLockOptions['waitForReplicas'] {
+  if (value === undefined) return undefined;
+  if (store === 'memory' || redis.topology !== 'single') {
+    throw new LockOptionsError(
+      'waitForReplicas',
+      value,
+      'nothing: it applies to one Redis or a Sentinel-managed master only',
+    );
+  }
+  const given = requireObject('waitForReplicas', value);
+  rejectUnknown(given, new Set(['replicas', 'timeout']), 'waitForReplicas');
+  const replicas = given.replicas;
+  if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
+    throw new LockOptionsError('waitForReplicas.replicas', replicas, 'an integer of at least 1');
+  }
+  // WAIT's timeout 0 means "forever", which would hang an acquisition with no replica.
+  return { replicas, timeout: checkDuration('waitForReplicas.timeout', given.timeout, 1, false) };
+}
+
+function resolveRedis(value: unknown): ResolvedRedis {
+  if (value === undefined) return { topology: 'single', config: DEFAULT_REDIS_URL };
+  if (Array.isArray(value)) return { topology: 'redlock', nodes: resolveRedlockNodes(value) };
+  if (isClusterClient(value)) return { topology: 'cluster', config: checkClusterPrefix(value) };
+  // A client has a `cluster` method (the CLUSTER command): only plain objects are configs.
+  if (isRecord(value) && !isRedisClient(value) && 'cluster' in value) {
+    if (!Array.isArray(value.cluster) || value.cluster.length === 0) {
+      throw new LockOptionsError('redis.cluster', value.cluster, 'a non-empty array of nodes');
+    }
+    rejectUnknown(value, new Set(['cluster', 'clusterOptions']), 'redis');
+    const clusterOptions = value.clusterOptions ?? {};
+    if (!isRecord(clusterOptions)) {
+      throw new LockOptionsError('redis.clusterOptions', clusterOptions, 'ioredis ClusterOptions');
+    }
+    if (clusterOptions.keyPrefix !== undefined) throw clusterPrefixError(clusterOptions.keyPrefix);
+    return { topology: 'cluster', config: value as unknown as RedisClusterConfig };
+  }
+  return { topology: 'single', config: resolveServer('redis', value) };
+}
+
+/** One server of a single-Redis or RedLock configuration. */
+function resolveServer(name: string, value: unknown): RedisServerConfig {
+  if (typeof value === 'string') return checkUrl(name, value);
+  if (isClusterClient(value)) {
+    throw new LockOptionsError(name, value, 'a single Redis here, not a Cluster');
+  }
+  if (isRedisClient(value)) return value as Redis;
+  if (isRecord(value)) {
+    if (value.sentinels !== undefined) checkSentinels(name, value);
     return value as RedisOptions;
   }
   throw new LockOptionsError(
-    'redis',
+    name,
     value,
-    'a redis:// URL, ioredis options, or an ioredis client',
+    'a redis:// URL, ioredis options, an ioredis client, a Cluster, or an array of masters',
   );
+}
+
+function resolveRedlockNodes(values: unknown[]): RedisServerConfig[] {
+  if (values.length < 3) {
+    throw new LockOptionsError(
+      'redis',
+      values,
+      'at least 3 masters for RedLock (fewer tolerate no failure; use a single Redis instead)',
+    );
+  }
+  const seen = new Set<string>();
+  return values.map((value, i) => {
+    const node = resolveServer(`redis[${i}]`, value);
+    const address = addressOf(node);
+    if (seen.has(address)) {
+      throw new LockOptionsError(
+        `redis[${i}]`,
+        value,
+        `a master not listed before (${address} is), as RedLock needs independent masters`,
+      );
+    }
+    seen.add(address);
+    return node;
+  });
+}
+
+function checkUrl(name: string, value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || !url.hostname) {
+    throw new LockOptionsError(name, value, 'a URL such as "redis://host:6379/0"');
+  }
+  if (url.pathname.length > 1 && !/^\/\d+$/.test(url.pathname)) {
+    throw new LockOptionsError(name, value, 'a URL whose path is a database number');
+  }
+  return value;
+}
+
+function checkSentinels(name: string, options: Record<string, unknown>): void {
+  const { sentinels, name: masterName } = options;
+  if (!Array.isArray(sentinels) || sentinels.length === 0 || !sentinels.every(isRecord)) {
+    throw new LockOptionsError(
+      `${name}.sentinels`,
+      sentinels,
+      'a non-empty array of { host, port }',
+    );
+  }
+  if (typeof masterName !== 'string' || masterName.length === 0) {
+    throw new LockOptionsError(
+      `${name}.name`,
+      masterName,
+      'the name of the master the sentinels monitor, e.g. "mymaster"',
+    );
+  }
+}
+
+/**
+ * ioredis prefixes the keys of a command, so a lock key and its side keys, which share a hash
+ * tag before the prefix, would land in different slots of a Cluster.
+ */
+function checkClusterPrefix(cluster: Cluster): Cluster {
+  const prefix = cluster.options.keyPrefix ?? cluster.options.redisOptions?.keyPrefix;
+  if (prefix) throw clusterPrefixError(prefix);
+  return cluster;
+}
+
+function clusterPrefixError(prefix: unknown): LockOptionsError {
+  return new LockOptionsError(
+    'redis',
+    prefix,
+    'a Cluster client without an ioredis keyPrefix, which would move the keys of one lock ' +
+      'into different hash slots (use the module keyPrefix option instead)',
+  );
+}
+
+/** `host:port` of a server, for error messages and to tell masters apart. Never has a password. */
+export function addressOf(config: RedisServerConfig): string {
+  if (typeof config === 'string') {
+    const url = new URL(config);
+    return `${url.hostname}:${url.port || 6379}`;
+  }
+  const options = isRedisClient(config) ? config.options : config;
+  return options.path ?? `${options.host ?? '127.0.0.1'}:${options.port ?? 6379}`;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isClusterClient(value: unknown): value is Cluster {
+  return isRedisClient(value) && typeof (value as Cluster).nodes === 'function';
 }
 
 /** Tells an ioredis `Redis` or `Cluster` instance from a plain options object. */

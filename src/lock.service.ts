@@ -12,7 +12,7 @@ import {
   StaleFencingTokenError,
 } from './lock.errors.js';
 import { sideKeyOf, toRedisKey } from './lock.keys.js';
-import { HeldLock, monotonicNow, type Lock, type LockOwner } from './lock.js';
+import { driftOf, HeldLock, monotonicNow, type Lock, type LockOwner } from './lock.js';
 import {
   checkTtl,
   resolveAcquireOptions,
@@ -251,6 +251,11 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     return deleted;
   }
 
+  /** @internal Called by {@link HeldLock}. */
+  driftOf(ttl: number): number {
+    return driftOf(ttl, this.options.driftFactor);
+  }
+
   /** @internal Called by {@link Lock.extend}. */
   async extendLock(lock: HeldLock, ttl?: number): Promise<boolean> {
     const newTtl = ttl === undefined ? lock.ttl : checkTtl('ttl', ttl);
@@ -346,7 +351,11 @@ export class LockService implements LockOwner, OnApplicationShutdown {
           deadline: startedAt + resolved.waitTimeout,
           attempt,
           acquired: (fencingToken, handedOver) =>
-            resolve(handedOver ? this.freshen(hold(fencingToken, refusedAt)) : hold(fencingToken)),
+            resolve(
+              handedOver
+                ? this.freshen(hold(fencingToken, refusedAt), attempt)
+                : hold(fencingToken),
+            ),
           failed: (error) => {
             // Leave the store's queue, where the first attempt may have put the caller.
             this.store.release(key, token).catch(() => undefined);
@@ -386,10 +395,24 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   /**
    * A lock handed over by the store counts its validity from this caller's last request, which
    * Redis answered before the handover: safe, but possibly long ago. When less than half of the
-   * TTL is left that way, one renewal restores it before the caller starts to work.
+   * TTL is left that way, one renewal restores it before the caller starts to work. A store
+   * that waits for replicas confirms every handover with an acquisition attempt of the caller's
+   * own (`confirm`): the releaser's write that handed it over was not waited for.
    */
-  private async freshen(lock: HeldLock): Promise<HeldLock> {
-    if (lock.validUntil - monotonicNow() < lock.ttl / 2) {
+  private async freshen(lock: HeldLock, confirm: () => Promise<AcquireAttempt>): Promise<HeldLock> {
+    if (this.store.confirmsHandovers) {
+      const sentAt = monotonicNow();
+      try {
+        const result = await confirm();
+        if (result.acquired) lock.confirmed(sentAt, lock.ttl);
+        else if (lock.markLost('it was gone before its handover was confirmed')) {
+          this.watchdog.untrack(lock);
+        }
+      } catch (error) {
+        await this.releaseAfterWork(lock);
+        throw error;
+      }
+    } else if (lock.validUntil - monotonicNow() < lock.ttl / 2) {
       await this.watchdog.extend(lock, lock.ttl).catch(() => undefined);
     }
     // Lost before the caller could start: do not hand it a lock that protects nothing.

@@ -1,3 +1,4 @@
+import { DRIFT_MS } from './lock.constants.js';
 import { LockLostError } from './lock.errors.js';
 
 /**
@@ -30,11 +31,18 @@ export interface Lock {
 export interface LockOwner {
   releaseLock(lock: HeldLock): Promise<boolean>;
   extendLock(lock: HeldLock, ttl?: number): Promise<boolean>;
+  /** How much of a TTL the lock's validity gives up to clock drift, in ms. */
+  driftOf(ttl: number): number;
 }
 
-/** Share of a TTL (plus a constant) by which our idea of a lock's validity undercuts Redis's. */
-const DRIFT_FACTOR = 0.01;
-const DRIFT_MS = 2;
+/**
+ * How much of a TTL our idea of a lock's validity gives up, so that it ends before Redis's
+ * does even if the clocks of this process and Redis drift apart: a share of the TTL plus a
+ * constant.
+ */
+export function driftOf(ttl: number, driftFactor: number): number {
+  return Math.floor(ttl * driftFactor) + DRIFT_MS;
+}
 
 /** The library's lock handle, with the bookkeeping that the watchdog needs. */
 export class HeldLock implements Lock {
@@ -97,7 +105,7 @@ export class HeldLock implements Lock {
   confirmed(sentAt: number, ttl: number): void {
     if (sentAt < this.confirmedAt) return;
     this.confirmedAt = sentAt;
-    this.validUntil = sentAt + ttl - Math.floor(ttl * DRIFT_FACTOR) - DRIFT_MS;
+    this.validUntil = sentAt + ttl - this.owner.driftOf(ttl);
     this.renewAt = sentAt + Math.floor(ttl / 3);
   }
 

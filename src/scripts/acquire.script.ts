@@ -6,7 +6,8 @@ import { QUEUE_LUA } from './queue.lua.js';
  * and otherwise (when asked to) puts the caller in the queue or renews its place there.
  *
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), fencing counter ttl (ms), release
- * channel, 1 to queue up when the lock is taken (0 to just try), queue lease (ms).
+ * channel, 1 to queue up when the lock is taken (0 to just try), queue lease (ms), publishing
+ * command (PUBLISH or SPUBLISH).
  * Returns `{1, fencingToken}` when the caller holds the lock (also when it was handed to the
  * caller while its answer was on the way: then its TTL starts again from this request, so that
  * the caller's idea of the lock's validity stays on the safe side), `{0, pttl}` when it does
@@ -41,7 +42,7 @@ else
       redis.call('SET', KEYS[1], token, 'PX', ttl)
       return {1, next_fence(math.max(ttl, fence_ttl))}
     end
-    grant_head(ARGV[4], fence_ttl)
+    grant_head(ARGV[7], ARGV[4], fence_ttl)
   end
 end
 if ARGV[5] == '1' then

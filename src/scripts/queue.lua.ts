@@ -9,6 +9,8 @@
  * the line. When the lock is released, or found free while waiters are queued, it is handed
  * straight to the longest-waiting live waiter: set to that waiter's token, and announced on the
  * lock's channel as "<token> <fencing token>", so the waiter holds it without another request.
+ * The channel is named after the lock key, so that on a Cluster it lives in the lock's slot and
+ * the message can go out with SPUBLISH (the scripts take the publishing command as an argument).
  * With nobody queued, the scripts touch the queue with one EXISTS.
  */
 export const QUEUE_LUA = `
@@ -44,13 +46,13 @@ local function live_head()
 end
 
 -- Hands the free lock to the head of the queue, if there is one; true if it did.
-local function grant_head(channel, fence_ttl)
+local function grant_head(publish, channel, fence_ttl)
   local head, ttl = live_head()
   if not head then return false end
   leave_queue(head)
   redis.call('SET', KEYS[1], head, 'PX', ttl)
   local fence = next_fence(math.max(ttl, fence_ttl))
-  redis.call('PUBLISH', channel, head .. ' ' .. string.format('%.0f', fence))
+  redis.call(publish, channel, head .. ' ' .. string.format('%.0f', fence))
   return true
 end
 `;

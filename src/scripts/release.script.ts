@@ -8,7 +8,7 @@ import { QUEUE_LUA } from './queue.lua.js';
  * waiter that gives up).
  *
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, release channel, fencing counter ttl (ms), 1 to
- * announce a release that nobody was queued for.
+ * announce a release that nobody was queued for, publishing command (PUBLISH or SPUBLISH).
  * Returns 1 when the lock was the caller's and is released, 0 when it was not.
  */
 export const RELEASE_SCRIPT = new LuaScript(`${QUEUE_LUA}
@@ -17,9 +17,10 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', KEYS[1])
-local granted = redis.call('EXISTS', KEYS[3]) == 1 and grant_head(ARGV[2], tonumber(ARGV[3]))
+local granted = redis.call('EXISTS', KEYS[3]) == 1
+  and grant_head(ARGV[5], ARGV[2], tonumber(ARGV[3]))
 if not granted and ARGV[4] == '1' then
-  redis.call('PUBLISH', ARGV[2], '')
+  redis.call(ARGV[5], ARGV[2], '')
 end
 return 1
 `);

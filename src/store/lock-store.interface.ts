@@ -17,6 +17,11 @@ export interface RenewalEntry {
  */
 export interface LockStore {
   /**
+   * A lock handed over by a release must be confirmed by an acquisition attempt of its own
+   * before it counts (the store waits for replicas on every acquisition).
+   */
+  readonly confirmsHandovers: boolean;
+  /**
    * One atomic attempt: take the lock if it is free and no queued waiter comes first, issuing a
    * fencing token. With `queue`, a caller that does not get the lock takes (or keeps, renewing
    * its lease) a place in the key's queue, and the lock is handed to it in its turn. If the

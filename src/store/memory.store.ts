@@ -48,6 +48,7 @@ export const processSpace = new MemorySpace();
  * notifications), but it is NOT distributed: other processes do not see its locks.
  */
 export class MemoryLockStore implements LockStore {
+  readonly confirmsHandovers = false;
   private readonly subscriptions = new Set<() => void>();
 
   /**

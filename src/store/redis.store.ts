@@ -1,9 +1,11 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { FENCE_TTL } from '../lock.constants.js';
-import { LockConnectionError, messageOf } from '../lock.errors.js';
-import { scriptKeysOf } from '../lock.keys.js';
+import { LockConnectionError, LockReplicationError, messageOf } from '../lock.errors.js';
+import { scriptKeysOf, sideKeyOf, slotOf } from '../lock.keys.js';
+import type { RedisClusterConfig } from '../lock.options.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
 import { FENCED_WRITE_SCRIPT } from '../scripts/fenced-write.script.js';
+import { RAISE_FENCE_SCRIPT } from '../scripts/raise-fence.script.js';
 import { RELEASE_SCRIPT } from '../scripts/release.script.js';
 import { RENEW_SCRIPT } from '../scripts/renew.script.js';
 import {
@@ -28,27 +30,62 @@ export interface RedisLockStoreOptions {
    */
   fair: boolean;
   commandTimeout: number;
+  /** Wait for this many replicas to acknowledge each acquisition and renewal (`WAIT`). */
+  waitForReplicas?: { replicas: number; timeout: number };
   /** Receives connection problems that no caller is waiting for. */
   onError: (message: string, error: unknown) => void;
 }
 
+/** The ways to publish and subscribe: plain pub/sub, or sharded pub/sub on a Cluster. */
+const PUBSUB = {
+  plain: {
+    publish: 'PUBLISH',
+    subscribe: 'subscribe',
+    unsubscribe: 'unsubscribe',
+    event: 'message',
+  },
+  sharded: {
+    publish: 'SPUBLISH',
+    subscribe: 'ssubscribe',
+    unsubscribe: 'sunsubscribe',
+    event: 'smessage',
+  },
+} as const;
+type PubSub = (typeof PUBSUB)[keyof typeof PUBSUB];
+
 /**
- * The lock store on one Redis server (or a client the user configured), with release
- * notifications over pub/sub: one subscriber connection per store, and one channel per key that
- * has waiters in this process, named after the key.
+ * The lock store on one Redis server, a Sentinel-managed master or a Redis Cluster (or a client
+ * the user configured), with release notifications over pub/sub: one subscriber connection per
+ * store, and one channel per key that has waiters in this process, named after the key. On a
+ * Cluster whose servers have it (Redis 7), the channels are sharded: a release is published
+ * only to the shard that owns the lock's slot instead of to every node.
  */
 export class RedisLockStore implements LockStore {
   private readonly client: Redis | Cluster;
+  private readonly cluster: boolean;
   private subscriber?: Redis | Cluster;
   private readonly listeners = new Map<string, Set<(message: string) => void>>();
   private readonly subscribing = new Map<string, Promise<unknown>>();
+  /** Settled on the first command that needs it: which pub/sub the store uses. */
+  private pubsub?: Promise<PubSub>;
   private closed = false;
 
   constructor(private readonly options: RedisLockStoreOptions) {
     this.client = options.client;
+    this.cluster = this.client instanceof Cluster;
     if (options.ownsClient) {
       this.client.on('error', (error) => options.onError('Redis connection error', error));
     }
+  }
+
+  /** With `waitForReplicas`, a handed-over lock counts only once its replicas acknowledged it. */
+  get confirmsHandovers(): boolean {
+    return this.options.waitForReplicas !== undefined;
+  }
+
+  /** Whether the connection is up or still being set up (false while it waits to reconnect). */
+  get reachable(): boolean {
+    return !['reconnecting', 'close', 'end'].includes(this.client.status);
   }
 
   async acquire(
@@ -58,6 +95,7 @@ export class RedisLockStore implements LockStore {
     queue: boolean,
     inUse: () => boolean,
   ): Promise<AcquireAttempt> {
+    const { publish } = await this.pubSub(key);
     const reply = this.command(key, 'acquire', () =>
       ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key), [
         token,
@@ -66,6 +104,7 @@ export class RedisLockStore implements LockStore {
         key,
         queue ? 1 : 0,
         QUEUE_LEASE,
+        publish,
       ]),
     );
     const [acquired, value] = (await reply.catch((error) => {
@@ -78,39 +117,57 @@ export class RedisLockStore implements LockStore {
       throw error;
     })) as [number | string, number | string];
     // Number(): a client configured with ioredis's `stringNumbers` answers integers as strings.
-    return Number(acquired) === 1
-      ? { acquired: true, fencingToken: Number(value) }
-      : { acquired: false, pttl: Number(value) };
+    if (Number(acquired) !== 1) return { acquired: false, pttl: Number(value) };
+    try {
+      await this.replicated(key, 'acquire');
+    } catch (error) {
+      if (!inUse()) await this.release(key, token).catch(() => undefined);
+      throw error;
+    }
+    return { acquired: true, fencingToken: Number(value) };
   }
 
   async release(key: string, token: string): Promise<boolean> {
+    const { publish } = await this.pubSub(key);
     const reply = await this.command(key, 'release', () =>
       RELEASE_SCRIPT.run(this.client, scriptKeysOf(key), [
         token,
         key,
         FENCE_TTL,
         this.options.fair ? 0 : 1,
+        publish,
       ]),
     );
     return Number(reply) === 1;
   }
 
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
-    const chunks: Promise<unknown>[] = [];
-    for (let i = 0; i < entries.length; i += RENEW_CHUNK) {
-      const chunk = entries.slice(i, i + RENEW_CHUNK);
-      chunks.push(
-        this.command(chunk[0].key, 'renew', () =>
-          RENEW_SCRIPT.run(
-            this.client,
-            chunk.map((entry) => entry.key),
-            chunk.flatMap((entry) => [entry.token, entry.ttl]),
-          ),
-        ),
-      );
+    // A script's keys must share one hash slot on a Cluster, so renewals are batched per slot
+    // there (ioredis still pipelines the calls to each node); elsewhere, in chunks.
+    const batches = this.cluster ? [...groupBySlot(entries).values()] : [entries];
+    const calls: Promise<boolean[]>[] = [];
+    const order: RenewalEntry[] = [];
+    for (const batch of batches) {
+      for (let i = 0; i < batch.length; i += RENEW_CHUNK) {
+        const chunk = batch.slice(i, i + RENEW_CHUNK);
+        order.push(...chunk);
+        calls.push(this.renewChunk(chunk));
+      }
     }
-    const replies = (await Promise.all(chunks)) as unknown[][];
-    return replies.flat().map((renewed) => Number(renewed) === 1);
+    const replies = (await Promise.all(calls)).flat();
+    if (entries.length > 0) await this.replicated(entries[0].key, 'renew');
+    const renewed = new Map(order.map((entry, i) => [entry, replies[i]]));
+    return entries.map((entry) => renewed.get(entry) === true);
+  }
+
+  /**
+   * RedLock: raises the fencing counter of `key` to at least `fencingToken`, so that the next
+   * token this master issues for the key is greater.
+   */
+  async raiseFence(key: string, fencingToken: number): Promise<void> {
+    await this.command(key, 'raiseFence', () =>
+      RAISE_FENCE_SCRIPT.run(this.client, [sideKeyOf(key, 'fence')], [fencingToken, FENCE_TTL]),
+    );
   }
 
   async writeFenced(
@@ -134,19 +191,20 @@ export class RedisLockStore implements LockStore {
 
   async subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
     if (this.closed) throw new LockConnectionError(key, 'the lock store is closed');
+    const pubsub = await this.pubSub(key);
     let listeners = this.listeners.get(key);
     if (!listeners) {
       listeners = new Set();
       this.listeners.set(key, listeners);
-      const subscriber = this.subscriberConnection();
-      const ready = subscriber.subscribe(key).finally(() => this.subscribing.delete(key));
+      const subscriber = this.subscriberConnection(pubsub);
+      const ready = subscriber[pubsub.subscribe](key).finally(() => this.subscribing.delete(key));
       this.subscribing.set(key, ready);
     }
     listeners.add(onRelease);
     const unsubscribe = () => {
       if (!listeners.delete(onRelease) || listeners.size > 0) return;
       this.listeners.delete(key);
-      if (!this.closed) this.subscriber?.unsubscribe(key).catch(() => undefined);
+      if (!this.closed) this.subscriber?.[pubsub.unsubscribe](key).catch(() => undefined);
     };
     try {
       await this.command(key, 'subscribe', () => this.subscribing.get(key) ?? Promise.resolve());
@@ -164,20 +222,64 @@ export class RedisLockStore implements LockStore {
     await Promise.all(connections.map((connection) => connection && closeConnection(connection)));
   }
 
-  private subscriberConnection(): Redis | Cluster {
+  private subscriberConnection(pubsub: PubSub): Redis | Cluster {
     if (!this.subscriber) {
-      // Queue SUBSCRIBE until the new connection is ready, whatever the user's client says.
+      // Queue SUBSCRIBE until the new connection is ready, whatever the user's client says. A
+      // Cluster subscribes to sharded channels through one connection per master.
       const subscriber =
         this.client instanceof Cluster
-          ? this.client.duplicate()
+          ? this.client.duplicate([], { shardedSubscribers: pubsub === PUBSUB.sharded })
           : this.client.duplicate({ enableOfflineQueue: true });
       subscriber.on('error', (error) => this.options.onError('Redis subscriber error', error));
-      subscriber.on('message', (channel: string, message: string) => {
+      subscriber.on(pubsub.event, (channel: string, message: string) => {
         for (const listener of this.listeners.get(channel) ?? []) listener(message);
       });
       this.subscriber = subscriber;
     }
     return this.subscriber;
+  }
+
+  /**
+   * Sharded pub/sub on a Cluster whose servers know SPUBLISH (Redis 7 and later), plain pub/sub
+   * everywhere else. Asked once, on the first command that publishes or subscribes.
+   */
+  private pubSub(key: string): Promise<PubSub> {
+    if (!this.cluster) return Promise.resolve(PUBSUB.plain);
+    this.pubsub ??= this.command(key, 'COMMAND INFO', () =>
+      this.client.call('COMMAND', 'INFO', 'SPUBLISH'),
+    ).then((info) => (Array.isArray(info) && info[0] ? PUBSUB.sharded : PUBSUB.plain));
+    // Not kept when it failed, so that the next command asks again.
+    this.pubsub.catch(() => (this.pubsub = undefined));
+    return this.pubsub;
+  }
+
+  private async renewChunk(chunk: readonly RenewalEntry[]): Promise<boolean[]> {
+    const replies = (await this.command(chunk[0].key, 'renew', () =>
+      RENEW_SCRIPT.run(
+        this.client,
+        chunk.map((entry) => entry.key),
+        chunk.flatMap((entry) => [entry.token, entry.ttl]),
+      ),
+    )) as unknown[];
+    return replies.map((renewed) => Number(renewed) === 1);
+  }
+
+  /**
+   * With `waitForReplicas`, waits until enough replicas acknowledged this connection's writes
+   * so far (WAIT covers every earlier write on the connection, ours included).
+   * @throws LockReplicationError when too few did within the timeout
+   */
+  private async replicated(key: string, operation: string): Promise<void> {
+    const wanted = this.options.waitForReplicas;
+    if (!wanted) return;
+    const acknowledged = Number(
+      await this.command(key, `${operation} WAIT`, () =>
+        (this.client as Redis).wait(wanted.replicas, wanted.timeout),
+      ),
+    );
+    if (acknowledged < wanted.replicas) {
+      throw new LockReplicationError(key, operation, acknowledged, wanted.replicas, wanted.timeout);
+    }
   }
 
   /**
@@ -231,12 +333,34 @@ async function closeConnection(connection: Redis | Cluster): Promise<void> {
   connection.disconnect();
 }
 
+/**
+ * ioredis keeps a closed connection's timer for `disconnectTimeout` (2 s by default) when Redis
+ * was unreachable, which holds up the exit of an app that shuts down.
+ */
+const CLIENT_DEFAULTS: RedisOptions = { disconnectTimeout: 200 };
+
 /** Creates the client the module owns from a URL or ioredis options. */
 export function createRedisClient(config: string | RedisOptions): Redis {
-  // ioredis keeps a closed connection's timer for `disconnectTimeout` (2 s by default) when
-  // Redis was unreachable, which holds up the exit of an app that shuts down.
-  const defaults: RedisOptions = { disconnectTimeout: 200 };
   return typeof config === 'string'
-    ? new Redis(config, defaults)
-    : new Redis({ ...defaults, ...config });
+    ? new Redis(config, CLIENT_DEFAULTS)
+    : new Redis({ ...CLIENT_DEFAULTS, ...config });
+}
+
+/** Creates the Cluster client the module owns from its startup nodes and options. */
+export function createClusterClient({ cluster, clusterOptions = {} }: RedisClusterConfig): Cluster {
+  return new Cluster(cluster, {
+    ...clusterOptions,
+    redisOptions: { ...CLIENT_DEFAULTS, ...clusterOptions.redisOptions },
+  });
+}
+
+function groupBySlot(entries: readonly RenewalEntry[]): Map<number, RenewalEntry[]> {
+  const slots = new Map<number, RenewalEntry[]>();
+  for (const entry of entries) {
+    const slot = slotOf(entry.key);
+    const batch = slots.get(slot);
+    if (batch) batch.push(entry);
+    else slots.set(slot, [entry]);
+  }
+  return slots;
 }

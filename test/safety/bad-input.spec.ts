@@ -129,6 +129,37 @@ describe('bad input gets a clear typed error or documented behaviour, and leaves
       run: () => boot({ redis: 'redis://' }),
       expected: LockOptionsError,
     },
+    // Topologies, at boot.
+    ...[
+      ['RedLock over 2 masters', { redis: ['redis://a:1', 'redis://b:1'] }],
+      ['RedLock listing a master twice', { redis: ['redis://a:1', 'redis://b:1', 'redis://a:1'] }],
+      ['RedLock with a bad master URL', { redis: ['redis://a:1', 'http://b:1', 'redis://c:1'] }],
+      [
+        'RedLock with fair: true',
+        { redis: ['redis://a:1', 'redis://b:1', 'redis://c:1'], fair: true },
+      ],
+      ['nodeTimeout without RedLock', { nodeTimeout: 50 }],
+      ['driftFactor 0.6', { driftFactor: 0.6 }],
+      ['Sentinel options without the master name', { redis: { sentinels: [{ port: 1 }] } }],
+      ['a cluster config without nodes', { redis: { cluster: [] } }],
+      [
+        'a cluster config with an ioredis keyPrefix',
+        { redis: { cluster: [{ port: 1 }], clusterOptions: { keyPrefix: 'x:' } } },
+      ],
+      ['waitForReplicas of 0 replicas', { waitForReplicas: { replicas: 0, timeout: 10 } }],
+      ['waitForReplicas without a timeout', { waitForReplicas: { replicas: 1 } }],
+      [
+        'waitForReplicas with RedLock',
+        {
+          redis: ['redis://a:1', 'redis://b:1', 'redis://c:1'],
+          waitForReplicas: { replicas: 1, timeout: 10 },
+        },
+      ],
+    ].map(([input, options]) => ({
+      input: input as string,
+      run: () => boot(options as LockModuleOptions),
+      expected: LockOptionsError,
+    })),
     {
       input: 'store "disk"',
       run: () => boot({ store: 'disk' as never }),

@@ -1,0 +1,234 @@
+import { LockError, LockConnectionError, LockQuorumError, messageOf } from '../lock.errors.js';
+import { driftOf, monotonicNow } from '../lock.js';
+import type { AcquireAttempt, LockStore, RenewalEntry } from './lock-store.interface.js';
+import type { RedisLockStore } from './redis.store.js';
+
+/** One independent Redis master of a RedLock, with the name used in error messages. */
+export interface RedlockMaster {
+  /** `host:port`, never with a password. */
+  readonly name: string;
+  /** Its own store, whose command timeout is the per-master timeout. */
+  readonly store: RedisLockStore;
+}
+
+/** What the masters said to one operation, once it was decided. */
+interface Tally<T> {
+  answers: { master: RedlockMaster; value: T }[];
+  failures: { master: string; error: string }[];
+}
+
+/**
+ * RedLock: the same lock, with the same token, on N independent Redis masters. A lock is held
+ * when a majority (⌊N/2⌋ + 1) granted it and time is left of its validity (`ttl − elapsed −
+ * drift`, counted from before the first request); the caller's validity counts from the same
+ * moment. Each master answers within its own timeout, and an operation is decided as soon as
+ * its outcome is known, so a slow or dead minority costs nothing. Releases, renewals and
+ * `isLocked` work across the majority in the same way.
+ *
+ * Fencing tokens: each master issues `max(last + 1, its clock in µs)`. The lock carries the
+ * highest token its majority issued, and before the lock counts, that token is written back
+ * as a floor to the counters of the masters that granted it (a majority must confirm). Any
+ * later holder's majority shares at least one of those masters, which then issues a greater
+ * token: tokens grow strictly as long as no master forgets its counter (a master restarted
+ * empty falls back to its clock, which is enough while its clock is not behind by more than
+ * the time since the token was issued).
+ *
+ * There is no queue across masters: waiters race for a released lock, woken by the release
+ * message of any master.
+ */
+export class RedlockLockStore implements LockStore {
+  readonly confirmsHandovers = false;
+  private readonly quorum: number;
+
+  constructor(
+    private readonly masters: readonly RedlockMaster[],
+    private readonly driftFactor: number,
+  ) {
+    this.quorum = Math.floor(masters.length / 2) + 1;
+  }
+
+  async acquire(
+    key: string,
+    token: string,
+    ttl: number,
+    _queue: boolean,
+    inUse: () => boolean,
+  ): Promise<AcquireAttempt> {
+    const validUntil = monotonicNow() + ttl - driftOf(ttl, this.driftFactor);
+    const votes = await this.ask(
+      this.masters,
+      (store) => store.acquire(key, token, ttl, false, inUse),
+      (answers, failed) =>
+        count(answers, (attempt) => attempt.acquired) >= this.quorum ||
+        count(answers, (attempt) => !attempt.acquired) + failed > this.masters.length - this.quorum,
+    );
+    const granted = votes.answers.filter(({ value }) => value.acquired);
+    if (granted.length >= this.quorum && monotonicNow() < validUntil) {
+      const fencingToken = Math.max(
+        ...granted.map(({ value }) => (value.acquired ? value.fencingToken : 0)),
+      );
+      const raised = await this.ask(
+        granted.map(({ master }) => master),
+        (store) => store.raiseFence(key, fencingToken),
+        (answers) => answers.length >= this.quorum,
+      );
+      if (raised.answers.length >= this.quorum && monotonicNow() < validUntil) {
+        return { acquired: true, fencingToken };
+      }
+    }
+    // Not held: take back what any master granted, also from those that seemed to refuse (a
+    // reply may have been lost). Each master's connection runs the release after the attempt.
+    for (const { store } of this.masters) void store.release(key, token).catch(() => undefined);
+    if (votes.failures.length > this.masters.length - this.quorum) {
+      throw this.quorumError(key, 'acquire', votes);
+    }
+    const pttls = votes.answers
+      .map(({ value }) => (value.acquired ? -1 : value.pttl))
+      .filter((pttl) => pttl >= 0);
+    return { acquired: false, pttl: pttls.length > 0 ? Math.min(...pttls) : -1 };
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    return this.decide(key, 'release', (store) => store.release(key, token));
+  }
+
+  async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
+    if (entries.length === 0) return [];
+    const tally = await this.ask(
+      this.masters,
+      (store) => store.renew(entries),
+      (answers) => entries.every((_, i) => this.outcome(answers, i) !== undefined),
+    );
+    const answers = tally.answers.map(({ value }) => value);
+    return entries.map((entry, i) => {
+      const outcome = this.outcome(answers, i);
+      if (outcome === undefined) throw this.quorumError(entry.key, 'renew', tally);
+      return outcome;
+    });
+  }
+
+  async isLocked(key: string): Promise<boolean> {
+    return this.decide(key, 'isLocked', (store) => store.isLocked(key));
+  }
+
+  /**
+   * Refused: a resource guarded on N masters would need quorum reads as well as writes. Keep
+   * the resource in its own store and compare fencing tokens there.
+   */
+  writeFenced(): Promise<never> {
+    return Promise.reject(
+      new LockError(
+        'writeFenced keeps the resource in the lock store, and RedLock has no single store; ' +
+          'compare fencing tokens in the resource itself (see the SQL example in the README)',
+      ),
+    );
+  }
+
+  async subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
+    const unsubscribers: (() => void)[] = [];
+    let ended = false;
+    const unsubscribe = () => {
+      ended = true;
+      for (const stop of unsubscribers.splice(0)) stop();
+    };
+    // A release reaches a majority of masters, which shares one with any majority of
+    // subscriptions: so a majority of subscriptions is enough not to miss it.
+    const tally = await this.ask(
+      this.masters,
+      async (store) => {
+        const stop = await store.subscribe(key, onRelease);
+        if (ended) stop();
+        else unsubscribers.push(stop);
+      },
+      (answers) => answers.length >= this.quorum,
+    );
+    if (tally.answers.length < this.quorum) {
+      unsubscribe();
+      throw this.quorumError(key, 'subscribe', tally);
+    }
+    return unsubscribe;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.masters.map(({ store }) => store.close()));
+  }
+
+  /** A yes/no operation: yes from a majority, no from more than a minority, or an error. */
+  private async decide(
+    key: string,
+    operation: string,
+    call: (store: RedisLockStore) => Promise<boolean>,
+  ): Promise<boolean> {
+    const tally = await this.ask(
+      this.masters,
+      call,
+      (answers) =>
+        count(answers, (yes) => yes) >= this.quorum ||
+        count(answers, (yes) => !yes) > this.masters.length - this.quorum,
+    );
+    const answers = tally.answers.map(({ value }) => value);
+    if (count(answers, (yes) => yes) >= this.quorum) return true;
+    if (count(answers, (yes) => !yes) > this.masters.length - this.quorum) return false;
+    throw this.quorumError(key, operation, tally);
+  }
+
+  /** Whether entry `i` of a renewal is decided: renewed by a majority, or lost on too many. */
+  private outcome(answers: boolean[][], i: number): boolean | undefined {
+    const renewed = count(answers, (renewals) => renewals[i]);
+    if (renewed >= this.quorum) return true;
+    if (answers.length - renewed > this.masters.length - this.quorum) return false;
+    return undefined;
+  }
+
+  /**
+   * Sends `call` to each of `masters` at once and resolves as soon as `decided` says the
+   * answers so far settle the question, or when all have answered or failed. A master whose
+   * connection is down fails at once instead of waiting for its timeout.
+   */
+  private ask<T>(
+    masters: readonly RedlockMaster[],
+    call: (store: RedisLockStore) => Promise<T>,
+    decided: (answers: T[], failed: number) => boolean,
+  ): Promise<Tally<T>> {
+    return new Promise((resolve) => {
+      const tally: Tally<T> = { answers: [], failures: [] };
+      let pending = masters.length;
+      const settle = () => {
+        pending--;
+        const values = tally.answers.map(({ value }) => value);
+        if (pending === 0 || decided(values, tally.failures.length)) {
+          // Copies: answers that come later must not change what the caller reads.
+          resolve({ answers: [...tally.answers], failures: [...tally.failures] });
+        }
+      };
+      for (const master of masters) {
+        const reply = master.store.reachable
+          ? call(master.store)
+          : Promise.reject(new Error('not connected'));
+        reply.then(
+          (value) => {
+            tally.answers.push({ master, value });
+            settle();
+          },
+          (error: unknown) => {
+            tally.failures.push({
+              master: master.name,
+              error: error instanceof LockConnectionError ? error.reason : messageOf(error),
+            });
+            settle();
+          },
+        );
+      }
+    });
+  }
+
+  private quorumError(key: string, operation: string, tally: Tally<unknown>): LockQuorumError {
+    return new LockQuorumError(key, operation, tally.failures, this.quorum, this.masters.length);
+  }
+}
+
+function count<T>(values: readonly T[], test: (value: T) => boolean): number {
+  let n = 0;
+  for (const value of values) if (test(value)) n++;
+  return n;
+}

@@ -1,0 +1,209 @@
+import { Redis } from 'ioredis';
+import {
+  LockError,
+  LockLostError,
+  LockQuorumError,
+  type Lock,
+  type LockModuleOptions,
+} from '../../src/index.js';
+import { RedisServer } from '../support/redis-server.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { aborted, bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+
+/** RedLock over five independent masters, each a redis-server of its own. */
+describe('RedLock over 5 masters', () => {
+  let masters: RedisServer[];
+  let raw: Redis[];
+  const apps: LockApp[] = [];
+
+  const boot = async (options: LockModuleOptions = {}) => {
+    const app = await bootLockApp({
+      redis: masters.map((master) => master.url),
+      nodeTimeout: 300,
+      ...options,
+    });
+    apps.push(app);
+    return app;
+  };
+  const address = (master: RedisServer) => `127.0.0.1:${master.port}`;
+  /** On which masters the lock's key holds its token (a dead master holds nothing). */
+  const holdersOf = async (lock: Lock) =>
+    (
+      await Promise.all(
+        raw.map((client) => (client.status === 'ready' ? client.get(lock.key) : null)),
+      )
+    ).map((value) => value === lock.token);
+  /**
+   * Waits until the lock is on `expected` masters: an operation is decided by a majority, and
+   * the requests to the other masters may still be on their way.
+   */
+  const settlesOn = async (lock: Lock, expected: number) => {
+    for (let tries = 0; tries < 100; tries++) {
+      if ((await holdersOf(lock)).filter(Boolean).length === expected) return true;
+      await sleep(20);
+    }
+    return false;
+  };
+
+  beforeEach(async () => {
+    masters = await Promise.all(Array.from({ length: 5 }, () => RedisServer.start()));
+    // ioredis keeps a timer for `disconnectTimeout` after closing a connection to a dead server.
+    raw = masters.map((master) => new Redis(master.url, { disconnectTimeout: 50 }));
+    for (const client of raw) client.on('error', () => undefined);
+  });
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    for (const client of raw) client.disconnect();
+    await Promise.all(masters.map((master) => master.stop()));
+  });
+
+  it('holds a lock on every master, excludes others, and releases it everywhere', async () => {
+    const [a, b] = [await boot(), await boot()];
+    const lock = await a.locks.acquire('order:1');
+    expect((await holdersOf(lock)).filter(Boolean).length).toBeGreaterThanOrEqual(3);
+    expect(await settlesOn(lock, 5)).toBe(true);
+    expect(await b.locks.tryAcquire('order:1')).toBeNull();
+    expect(await b.locks.isLocked('order:1')).toBe(true);
+    expect(await lock.release()).toBe(true);
+    expect(await settlesOn(lock, 0)).toBe(true);
+    expect(await b.locks.isLocked('order:1')).toBe(false);
+  });
+
+  it('keeps a read-modify-write exclusive across processes', async () => {
+    const workers = await Promise.all([boot(), boot(), boot()]);
+    let counter = 0;
+    await Promise.all(
+      workers.flatMap((app) =>
+        Array.from({ length: 10 }, () =>
+          app.locks.using(
+            'counter',
+            async () => {
+              const read = counter;
+              await sleep(1);
+              counter = read + 1;
+            },
+            { waitTimeout: 20_000 },
+          ),
+        ),
+      ),
+    );
+    expect(counter).toBe(30);
+  });
+
+  it('still works with 2 of 5 masters dead', async () => {
+    const app = await boot();
+    await Promise.all([masters[0].kill(), masters[3].kill()]);
+    const lock = await app.locks.acquire('survivor', { ttl: 300 });
+    expect(await settlesOn(lock, 3)).toBe(true);
+    // The watchdog keeps it across several TTLs on the surviving majority.
+    await sleep(1_000);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it('fails fast with LockQuorumError naming the masters it could not reach when 3 of 5 are dead', async () => {
+    const app = await boot();
+    const dead = [masters[1], masters[2], masters[4]];
+    await Promise.all(dead.map((master) => master.kill()));
+    // A wait of a minute would be spent in vain: the error comes from the first attempt.
+    const error = await app.locks.acquire('doomed', { waitTimeout: 60_000 }).catch((e) => e);
+    expect(error).toBeInstanceOf(LockQuorumError);
+    const quorumError = error as LockQuorumError;
+    expect(quorumError.quorum).toBe(3);
+    expect(quorumError.masters).toBe(5);
+    expect(quorumError.unreachable.map(({ master }) => master).sort()).toEqual(
+      dead.map(address).sort(),
+    );
+    for (const master of dead) expect(quorumError.message).toContain(address(master));
+    // What the two live masters granted was given back.
+    await sleep(100);
+    expect(await raw[0].exists(`lock:doomed`)).toBe(0);
+    expect(await raw[3].exists(`lock:doomed`)).toBe(0);
+  });
+
+  it('aborts the signal when the watchdog can no longer hold a majority', async () => {
+    const app = await boot();
+    const lock = await app.locks.acquire('fragile', { ttl: 300 });
+    await Promise.all([masters[0].kill(), masters[1].kill(), masters[2].kill()]);
+    const reason = await aborted(lock);
+    expect(reason).toBeInstanceOf(LockLostError);
+  });
+
+  it('does not let a second client in when masters restart empty while the majority holds', async () => {
+    const [a, b] = [await boot(), await boot()];
+    const lock = await a.locks.acquire('failover', { ttl: 600 });
+    // Two masters crash and come back without the lock (no persistence): the seeds' story.
+    await masters[0].restart();
+    await masters[4].restart();
+    expect(await b.locks.tryAcquire('failover')).toBeNull();
+    // The holder keeps it on the other three through renewals.
+    await sleep(1_500);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await b.locks.tryAcquire('failover')).toBeNull();
+    expect(await lock.release()).toBe(true);
+    const next = await b.locks.acquire('failover');
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+    await next.release();
+  });
+
+  it('is not held up by a stalled master beyond its per-master timeout', async () => {
+    const proxy = await TcpProxy.start(masters[2].port);
+    try {
+      const urls = masters.map((master) => master.url);
+      urls[2] = proxy.url;
+      // A per-master timeout longer than the test: the other four decide without the stalled one.
+      const app = await boot({ redis: urls, nodeTimeout: 60_000 });
+      await app.locks.tryAcquire('warm-up').then((lock) => lock?.release());
+      proxy.stall();
+      const lock = await app.locks.acquire('slow');
+      expect(await lock.release()).toBe(true);
+
+      // Now the stalled master is needed for a majority: its timeout decides, and it is named.
+      const strict = await boot({ redis: urls, nodeTimeout: 300 });
+      await Promise.all([masters[0].kill(), masters[1].kill()]);
+      const error = await strict.locks.acquire('slow').catch((e) => e);
+      expect(error).toBeInstanceOf(LockQuorumError);
+      expect(error.message).toContain(`127.0.0.1:${proxy.port} (acquire got no answer`);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('wakes a waiter on the release message of any master', async () => {
+    const [a, b] = [await boot(), await boot()];
+    await Promise.all([masters[0].kill(), masters[1].kill()]);
+    const held = await a.locks.acquire('queue', { ttl: 60_000 });
+    const waited = b.locks.acquire('queue', { waitTimeout: 30_000 });
+    await sleep(300);
+    await held.release();
+    const lock = await waited;
+    expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+    await lock.release();
+  });
+
+  it('issues strictly growing fencing tokens even when one master counts far ahead', async () => {
+    const app = await boot();
+    // Master 0's counter runs far ahead of the others (as if its clock did), and a stray lock
+    // on masters 3 and 4 makes the first majority exactly masters 0, 1 and 2.
+    const ahead = 9_000_000_000_000_000;
+    await raw[0].set('{lock:ahead}:fence', String(ahead));
+    await Promise.all([raw[3].set('lock:ahead', 'stray'), raw[4].set('lock:ahead', 'stray')]);
+    const first = await app.locks.acquire('ahead');
+    expect(first.fencingToken).toBeGreaterThan(ahead);
+    await first.release();
+    await Promise.all([raw[3].del('lock:ahead'), raw[4].del('lock:ahead')]);
+    // Without master 0, the next majority's own counters would be far lower; the token written
+    // back to masters 1 and 2 as a floor, one of which is in any majority of the other four,
+    // keeps the next token above the first.
+    await masters[0].kill();
+    const second = await app.locks.acquire('ahead');
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+    await second.release();
+  });
+
+  it('refuses writeFenced, which needs a single store', async () => {
+    const app = await boot();
+    await expect(app.locks.writeFenced('doc:1', 'v', 1)).rejects.toBeInstanceOf(LockError);
+  });
+});
