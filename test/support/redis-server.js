@@ -38,10 +38,16 @@ export class RedisServer {
   /** @type {import('node:child_process').ChildProcess | undefined} */
   #process;
 
-  /** @param {number} port */
-  constructor(port) {
+  /**
+   * @param {number} port
+   * @param {string[]} [extraArgs] more `redis-server` arguments, after the defaults (so they can
+   *   override them), used again on {@link restart}
+   */
+  constructor(port, extraArgs = []) {
     /** @readonly */
     this.port = port;
+    /** @readonly */
+    this.extraArgs = extraArgs;
   }
 
   get url() {
@@ -52,11 +58,20 @@ export class RedisServer {
     return this.#process?.pid;
   }
 
-  /** Starts a server on a free port (retrying if another process takes the port first). */
-  /** @returns {Promise<RedisServer>} */
-  static async start() {
+  /**
+   * Starts a server on a free port (retrying if another process takes the port first).
+   * @param {string[] | ((port: number) => string[])} [extraArgs] more `redis-server` arguments
+   *   (a cluster node, a replica...); a function when they depend on the port, as a cluster
+   *   node's config file name does
+   * @returns {Promise<RedisServer>}
+   */
+  static async start(extraArgs = []) {
     for (let tries = 0; ; tries++) {
-      const server = new RedisServer(await freePort());
+      const port = await freePort();
+      const server = new RedisServer(
+        port,
+        typeof extraArgs === 'function' ? extraArgs(port) : extraArgs,
+      );
       try {
         await server.#launch();
         return server;
@@ -110,6 +125,7 @@ export class RedisServer {
         'warning',
         '--logfile',
         '',
+        ...this.extraArgs,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -161,7 +177,7 @@ async function waitForPong(port) {
  * that the global teardown can kill whatever a crashed test file left running.
  */
 /** @param {number | undefined} pid */
-function registerPid(pid) {
+export function registerPid(pid) {
   const file = process.env.LOCK_TEST_PIDS;
   if (file && pid) appendFileSync(file, `${pid}\n`);
 }
