@@ -1,0 +1,147 @@
+import { Injectable } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { Cluster, Redis } from 'ioredis';
+import {
+  LockModule,
+  LockOptionsError,
+  LockService,
+  StaleFencingTokenError,
+  WithLock,
+  type Lock,
+} from '../../src/index.js';
+import { RedisClusterHarness } from '../support/redis-cluster.js';
+import { bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+
+/** A real 3-master Redis Cluster, started from `redis-server --cluster-enabled yes` processes. */
+describe('on a Redis Cluster', () => {
+  let cluster: RedisClusterHarness;
+  let client: Cluster;
+  const apps: LockApp[] = [];
+  /** Keys spread over all three masters' slots. */
+  const keys = Array.from({ length: 30 }, (_, i) => `order:${i}`);
+
+  const boot = async (options = {}) => {
+    const app = await bootLockApp({ redis: { cluster: cluster.nodes }, ...options });
+    apps.push(app);
+    return app;
+  };
+  /** Runs `look` on a connection to the master that owns `key`'s slot. */
+  const onOwner = async <T>(key: string, look: (node: Redis) => Promise<T>): Promise<T> => {
+    const node = new Redis(await cluster.portForKey(key), '127.0.0.1');
+    try {
+      return await look(node);
+    } finally {
+      await node.quit();
+    }
+  };
+
+  beforeAll(async () => {
+    cluster = await RedisClusterHarness.start(3);
+    client = new Cluster(cluster.nodes);
+  });
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+  });
+
+  afterAll(async () => {
+    await client.quit();
+    await cluster.stop();
+  });
+
+  it('spreads locks over every master, each with its side keys in its own slot', async () => {
+    const app = await boot();
+    const locks = await Promise.all(keys.map((key) => app.locks.acquire(key)));
+    const owners = new Set(await Promise.all(keys.map((key) => cluster.portForKey(`lock:${key}`))));
+    expect(owners.size).toBe(3);
+    for (const lock of locks.slice(0, 5)) {
+      const [token, fence] = await onOwner(lock.key, (node) =>
+        Promise.all([node.get(lock.key), node.get(`{${lock.key}}:fence`)]),
+      );
+      expect(token).toBe(lock.token);
+      expect(Number(fence)).toBe(lock.fencingToken);
+    }
+    expect((await Promise.all(locks.map((lock) => lock.release()))).every(Boolean)).toBe(true);
+    expect(await client.exists(locks[0].key)).toBe(0);
+  });
+
+  it('renews locks in many slots at once without a cross-slot error', async () => {
+    const app = await boot();
+    const locks = await Promise.all(keys.map((key) => app.locks.acquire(key, { ttl: 300 })));
+    await sleep(1_200);
+    expect(locks.filter((lock) => lock.signal.aborted)).toEqual([]);
+    const pttls = await Promise.all(locks.map((lock) => client.pttl(lock.key)));
+    expect(Math.min(...pttls)).toBeGreaterThan(0);
+    await Promise.all(locks.map((lock) => lock.release()));
+  });
+
+  it.each([true, false])(
+    'wakes a waiter through sharded pub/sub on the owning master (fair: %s)',
+    async (fair) => {
+      const [a, b] = [await boot({ fair }), await boot({ fair })];
+      const held = await a.locks.acquire('wake', { ttl: 60_000 });
+      const waited = b.locks.acquire('wake', { waitTimeout: 30_000 });
+      await sleep(300);
+      expect(
+        await onOwner(held.key, (node) => node.call('PUBSUB', 'SHARDNUMSUB', held.key)),
+      ).toEqual([held.key, 1]);
+      await held.release();
+      const lock = await waited;
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+      await lock.release();
+    },
+  );
+
+  it('takes a multi-key lock whose keys live in different slots', async () => {
+    @Injectable()
+    class Transfers {
+      constructor(readonly locks: LockService) {}
+
+      @WithLock(['account:<from>', 'account:<to>'])
+      async move(from: string, to: string): Promise<string> {
+        return `${from}→${to} under ${(this.locks.current() as Lock).key}`;
+      }
+    }
+    const module = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: client })],
+      providers: [Transfers],
+    }).compile();
+    await module.init();
+    try {
+      const transfers = module.get(Transfers);
+      expect(await cluster.portForKey('lock:account:alice')).not.toBe(
+        await cluster.portForKey('lock:account:bob'),
+      );
+      expect(await transfers.move('alice', 'bob')).toBe('alice→bob under lock:account:alice');
+      expect(await client.exists('lock:account:alice')).toBe(0);
+      expect(await client.exists('lock:account:bob')).toBe(0);
+    } finally {
+      await module.close();
+    }
+    // The module leaves a client it was given open.
+    expect(client.status).toBe('ready');
+  });
+
+  it('guards a fenced resource in the slot of its key', async () => {
+    const app = await boot();
+    const first = await app.locks.acquire('doc');
+    await first.release();
+    const second = await app.locks.acquire('doc');
+    await app.locks.writeFenced('doc:body', 'new', second.fencingToken);
+    await expect(
+      app.locks.writeFenced('doc:body', 'old', first.fencingToken),
+    ).rejects.toBeInstanceOf(StaleFencingTokenError);
+    expect(await client.get('doc:body')).toBe('new');
+    await second.release();
+    await client.del('doc:body', '{doc:body}:fenced');
+  });
+
+  it('refuses a Cluster client with an ioredis keyPrefix at boot', async () => {
+    const prefixed = new Cluster(cluster.nodes, { keyPrefix: 'app:', lazyConnect: true });
+    try {
+      await expect(bootLockApp({ redis: prefixed })).rejects.toBeInstanceOf(LockOptionsError);
+    } finally {
+      prefixed.disconnect();
+    }
+  });
+});
