@@ -1,0 +1,102 @@
+import { Redis } from 'ioredis';
+import { LockLostError, LockReplicationError, type LockModuleOptions } from '../../src/index.js';
+import { RedisSentinelHarness } from '../support/redis-sentinel.js';
+import { aborted, bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+
+/**
+ * One master, one replica and three sentinels. The replica replicates through a proxy, so that
+ * a test can stall replication and produce the seeds' failure: a lock the master granted but
+ * never passed on before it died.
+ */
+describe('behind Sentinel', () => {
+  let sentinel: RedisSentinelHarness;
+  const apps: LockApp[] = [];
+
+  const boot = async (options: LockModuleOptions = {}) => {
+    const app = await bootLockApp({
+      redis: { sentinels: sentinel.sentinels, name: sentinel.name },
+      commandTimeout: 1_000,
+      ...options,
+    });
+    apps.push(app);
+    return app;
+  };
+  /** Runs `look` on a plain connection to the server on `port`. */
+  const onServer = async <T>(port: number, look: (server: Redis) => Promise<T>): Promise<T> => {
+    const server = new Redis(port, '127.0.0.1', { disconnectTimeout: 50 });
+    try {
+      return await look(server);
+    } finally {
+      server.disconnect();
+    }
+  };
+
+  const start = async () => {
+    sentinel = await RedisSentinelHarness.start({ stallableReplication: true });
+  };
+  const stop = async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    await sentinel.stop();
+  };
+
+  describe('on failover', () => {
+    beforeEach(start);
+    afterEach(stop);
+
+    it('aborts the signal of a lock the replica never got, and the next holder gets a higher fencing token', async () => {
+      const [holder, next] = [await boot(), await boot()];
+      sentinel.proxy?.stall();
+      const lost = await holder.locks.acquire('invoice:7', { ttl: 2_000 });
+      await sentinel.killMaster();
+      const newMaster = await sentinel.waitForFailover();
+      expect(await onServer(newMaster, (server) => server.exists(lost.key))).toBe(0);
+      // The watchdog finds the token gone (or cannot renew in time) and says so.
+      expect(await aborted(lost)).toBeInstanceOf(LockLostError);
+      const lock = await next.locks.acquire('invoice:7', { waitTimeout: 10_000 });
+      expect(lock.fencingToken).toBeGreaterThan(lost.fencingToken);
+      await lock.release();
+    });
+
+    it('keeps a lock the replica acknowledged (waitForReplicas): nobody else gets in after the failover', async () => {
+      const holder = await boot({ waitForReplicas: { replicas: 1, timeout: 1_000 } });
+      const other = await boot();
+      const lock = await holder.locks.acquire('invoice:8', { ttl: 5_000 });
+      await sentinel.killMaster();
+      const newMaster = await sentinel.waitForFailover();
+      expect(await onServer(newMaster, (server) => server.get(lock.key))).toBe(lock.token);
+      expect(await other.locks.tryAcquire('invoice:8')).toBeNull();
+      // The new master has no replica: renewals are not acknowledged, so they do not count
+      // and the holder learns that it lost the lock, rather than trusting a lone master.
+      expect(await aborted(lock)).toBeInstanceOf(LockLostError);
+    });
+  });
+
+  describe('with replication stalled', () => {
+    beforeAll(start);
+    afterAll(stop);
+    afterEach(() => sentinel.proxy?.resume());
+
+    it('fails an acquisition closed when no replica acknowledges it, leaving nothing locked', async () => {
+      const app = await boot({ waitForReplicas: { replicas: 1, timeout: 200 } });
+      const lock = await app.locks.acquire('report');
+      expect(await lock.release()).toBe(true);
+      sentinel.proxy?.stall();
+      const error = await app.locks.acquire('report').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockReplicationError);
+      expect(error).toMatchObject({ acknowledged: 0, wanted: 1 });
+      expect(await onServer(sentinel.masterPort, (server) => server.exists(lock.key))).toBe(0);
+    });
+
+    it('confirms a lock handed over to a queued waiter against the replicas too', async () => {
+      const options = { waitForReplicas: { replicas: 1, timeout: 200 } };
+      const [holder, waiter] = [await boot(options), await boot(options)];
+      const held = await holder.locks.acquire('batch', { ttl: 10_000 });
+      const waited = waiter.locks.acquire('batch', { waitTimeout: 10_000 }).catch((e) => e);
+      await sleep(200);
+      sentinel.proxy?.stall();
+      await held.release();
+      expect(await waited).toBeInstanceOf(LockReplicationError);
+      expect(await onServer(sentinel.masterPort, (server) => server.exists(held.key))).toBe(0);
+    });
+  });
+});
