@@ -3,15 +3,20 @@ import { once } from 'node:events';
 import { appendFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 
-/** Says how to get redis-server when it is missing, instead of failing obscurely later. */
+/**
+ * Says how to get redis-server (and redis-cli, which forms the test Cluster) when one is
+ * missing, instead of failing obscurely later.
+ */
 export function assertRedisServerInstalled() {
-  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0) {
-    throw new Error(
-      'redis-server is not on PATH; the tests start their own Redis servers.\n' +
-        'Install it, e.g. `sudo apt-get install -y redis-server` (Debian/Ubuntu) or ' +
-        '`brew install redis` (macOS), then run `npm test` again.',
-    );
+  for (const program of ['redis-server', 'redis-cli']) {
+    const probe = spawnSync(program, ['--version'], { encoding: 'utf8' });
+    if (probe.error || probe.status !== 0) {
+      throw new Error(
+        `${program} is not on PATH; the tests start their own Redis servers and Cluster.\n` +
+          'Install Redis, e.g. `sudo apt-get install -y redis-server` (Debian/Ubuntu, which ' +
+          'brings redis-cli along) or `brew install redis` (macOS), then run `npm test` again.',
+      );
+    }
   }
 }
 
