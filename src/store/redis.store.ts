@@ -240,11 +240,15 @@ export class RedisLockStore implements LockStore {
   }
 
   /**
-   * Sharded pub/sub on a Cluster whose servers know SPUBLISH (Redis 7 and later), plain pub/sub
-   * everywhere else. Asked once, on the first command that publishes or subscribes.
+   * Sharded pub/sub on a Cluster whose servers know SPUBLISH (Redis 7 and later) and whose
+   * ioredis can subscribe to each shard (5.6 and later: it has the `shardedSubscribers`
+   * option), plain pub/sub everywhere else. Asked once, on the first command that publishes
+   * or subscribes.
    */
   private pubSub(key: string): Promise<PubSub> {
-    if (!this.cluster) return Promise.resolve(PUBSUB.plain);
+    if (!this.cluster || !('shardedSubscribers' in this.client.options)) {
+      return Promise.resolve(PUBSUB.plain);
+    }
     this.pubsub ??= this.command(key, 'COMMAND INFO', () =>
       this.client.call('COMMAND', 'INFO', 'SPUBLISH'),
     ).then((info) => (Array.isArray(info) && info[0] ? PUBSUB.sharded : PUBSUB.plain));

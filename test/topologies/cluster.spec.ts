@@ -92,6 +92,33 @@ describe('on a Redis Cluster', () => {
     },
   );
 
+  it('falls back to plain pub/sub with an ioredis that cannot subscribe to shards', async () => {
+    // ioredis before 5.6 has no `shardedSubscribers` option.
+    const old = new Cluster(cluster.nodes);
+    delete (old.options as { shardedSubscribers?: boolean }).shardedSubscribers;
+    const [a, b] = [await boot({ redis: old }), await boot({ redis: old })];
+    try {
+      const held = await a.locks.acquire('plain', { ttl: 60_000 });
+      const waited = b.locks.acquire('plain', { waitTimeout: 30_000 });
+      await sleep(300);
+      const subscribers = await Promise.all(
+        cluster.ports.map(async (port) => {
+          const node = new Redis(port, '127.0.0.1');
+          const [, count] = (await node.pubsub('NUMSUB', held.key)) as [string, number];
+          await node.quit();
+          return Number(count);
+        }),
+      );
+      expect(subscribers.reduce((sum, count) => sum + count, 0)).toBe(1);
+      await held.release();
+      const lock = await waited;
+      await lock.release();
+    } finally {
+      await Promise.all(apps.splice(0).map((app) => app.close()));
+      await old.quit();
+    }
+  });
+
   it('takes a multi-key lock whose keys live in different slots', async () => {
     @Injectable()
     class Transfers {
