@@ -161,6 +161,9 @@ export class Waiters {
           if (this.remove(queue, head)) head.acquired(result.fencingToken, false);
           else if (!this.handedOver.has(head)) head.abandoned();
           queue.pttl = -1;
+          // A release announced meanwhile came before this grant (RedLock announces each
+          // release once per master): the next caller has to wait for this holder's release.
+          queue.notified = false;
         } else {
           queue.pttl = result.pttl;
         }

@@ -1,3 +1,4 @@
+import { LockConnectionError } from './lock.errors.js';
 import { monotonicNow, type HeldLock } from './lock.js';
 import type { LockStore } from './store/lock-store.interface.js';
 
@@ -63,6 +64,7 @@ export class Watchdog {
     lock.ttl = ttl;
     const [renewed] = await this.store.renew([{ key: lock.key, token: lock.token, ttl }]);
     if (!this.locks.has(lock)) return false;
+    if (renewed === undefined) throw new LockConnectionError(lock.name, 'extend was not decided');
     if (!renewed) {
       this.lose(lock, 'its token was gone from Redis when extending', 'gone');
       return false;
@@ -136,28 +138,39 @@ export class Watchdog {
     const entries = locks.map((lock) => ({ key: lock.key, token: lock.token, ttl: lock.ttl }));
     this.store.renew(entries).then(
       (renewed) => {
+        const undecided: HeldLock[] = [];
         locks.forEach((lock, i) => {
           lock.renewing = false;
           if (!this.locks.has(lock)) return;
-          if (renewed[i]) {
+          if (renewed[i] === undefined) {
+            undecided.push(lock);
+          } else if (renewed[i]) {
             lock.confirmed(sentAt, entries[i].ttl);
             this.wakeAt(lock.renewAt);
           } else {
             this.lose(lock, 'its token was gone or replaced in Redis', 'gone');
           }
         });
+        if (undecided.length > 0) {
+          this.onRenewalError(new Error(`${undecided.length} renewals were not decided`));
+          this.retrySoon(undecided);
+        }
       },
       (error: unknown) => {
         this.onRenewalError(error);
-        const retryAt = monotonicNow();
-        for (const lock of locks) {
-          lock.renewing = false;
-          if (!this.locks.has(lock)) continue;
-          lock.renewAt = retryAt + Math.min(lock.ttl / 10, MAX_RETRY_DELAY);
-          this.wakeAt(Math.min(lock.renewAt, lock.validUntil));
-        }
+        for (const lock of locks) lock.renewing = false;
+        this.retrySoon(locks.filter((lock) => this.locks.has(lock)));
       },
     );
+  }
+
+  /** Tries again shortly, until the locks' validity runs out. */
+  private retrySoon(locks: readonly HeldLock[]): void {
+    const retryAt = monotonicNow();
+    for (const lock of locks) {
+      lock.renewAt = retryAt + Math.min(lock.ttl / 10, MAX_RETRY_DELAY);
+      this.wakeAt(Math.min(lock.renewAt, lock.validUntil));
+    }
   }
 
   private lose(lock: HeldLock, reason: string, kind: LossKind): void {

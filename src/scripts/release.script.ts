@@ -3,9 +3,11 @@ import { QUEUE_LUA } from './queue.lua.js';
 
 /**
  * Compare-and-delete. A deleted lock goes straight to the head of the queue if anyone waits
- * there; otherwise, when asked to, an empty message on the lock's channel wakes the waiters
- * that do not queue (fair mode off). A caller that did not hold the lock leaves the queue (a
- * waiter that gives up).
+ * there; otherwise, when asked to, a message on the lock's channel wakes the waiters that do
+ * not queue (fair mode off). The message is the SHA-1 of the released token: it names the
+ * release without revealing the token, so that RedLock, which hears one release from every
+ * master, can pass it on once. A caller that did not hold the lock leaves the queue (a waiter
+ * that gives up).
  *
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, release channel, fencing counter ttl (ms), 1 to
  * announce a release that nobody was queued for, publishing command (PUBLISH or SPUBLISH).
@@ -20,7 +22,7 @@ redis.call('DEL', KEYS[1])
 local granted = redis.call('EXISTS', KEYS[3]) == 1
   and grant_head(ARGV[5], ARGV[2], tonumber(ARGV[3]))
 if not granted and ARGV[4] == '1' then
-  redis.call(ARGV[5], ARGV[2], '')
+  redis.call(ARGV[5], ARGV[2], redis.sha1hex(ARGV[1]))
 end
 return 1
 `);

@@ -40,8 +40,11 @@ export interface LockStore {
    * the queue. The lock goes to the head of the queue if anyone waits there.
    */
   release(key: string, token: string): Promise<boolean>;
-  /** Compare-and-pexpire for each entry, in one round trip; `false` where the token is gone. */
-  renew(entries: readonly RenewalEntry[]): Promise<boolean[]>;
+  /**
+   * Compare-and-pexpire for each entry, in one round trip; `false` where the token is gone,
+   * `undefined` where the store could not tell (RedLock: too few masters answered for it).
+   */
+  renew(entries: readonly RenewalEntry[]): Promise<(boolean | undefined)[]>;
   /** Whether anybody holds the lock. */
   isLocked(key: string): Promise<boolean>;
   /**
@@ -57,7 +60,8 @@ export interface LockStore {
   ): Promise<{ written: true } | { written: false; highestSeen: number }>;
   /**
    * Calls `onRelease` whenever the lock on `key` is released, until the returned function is
-   * called, with `''`, or with a {@link Handover} message when the lock went to a queued waiter.
+   * called, with a plain release message (`''`, or an id of the release without a space), or
+   * with a {@link Handover} message when the lock went to a queued waiter.
    * Resolves once notifications are flowing, so that a release after it is not missed.
    */
   subscribe(key: string, onRelease: (message: string) => void): Promise<() => void>;

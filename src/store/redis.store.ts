@@ -69,6 +69,16 @@ export class RedisLockStore implements LockStore {
   /** Settled on the first command that needs it: which pub/sub the store uses. */
   private pubsub?: Promise<PubSub>;
   private closed = false;
+  /**
+   * With `waitForReplicas`: how many times the connection has closed. A WAIT only vouches for
+   * writes made on its own connection; one sent after a reconnect (to a new master, say) would
+   * vouch for nothing.
+   */
+  private connection = 0;
+  private readonly countClose = () => void this.connection++;
+  /** The WAIT on its way, and the one queued behind it for the writes made meanwhile. */
+  private waitSent?: Promise<number>;
+  private waitNext?: Promise<number>;
 
   constructor(private readonly options: RedisLockStoreOptions) {
     this.client = options.client;
@@ -76,6 +86,7 @@ export class RedisLockStore implements LockStore {
     if (options.ownsClient) {
       this.client.on('error', (error) => options.onError('Redis connection error', error));
     }
+    if (options.waitForReplicas) this.client.on('close', this.countClose);
   }
 
   /** With `waitForReplicas`, a handed-over lock counts only once its replicas acknowledged it. */
@@ -96,6 +107,7 @@ export class RedisLockStore implements LockStore {
     inUse: () => boolean,
   ): Promise<AcquireAttempt> {
     const { publish } = await this.pubSub(key);
+    const connection = this.connection;
     const reply = this.command(key, 'acquire', () =>
       ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key), [
         token,
@@ -119,7 +131,7 @@ export class RedisLockStore implements LockStore {
     // Number(): a client configured with ioredis's `stringNumbers` answers integers as strings.
     if (Number(acquired) !== 1) return { acquired: false, pttl: Number(value) };
     try {
-      await this.replicated(key, 'acquire');
+      await this.replicated(key, 'acquire', connection);
     } catch (error) {
       if (!inUse()) await this.release(key, token).catch(() => undefined);
       throw error;
@@ -128,23 +140,23 @@ export class RedisLockStore implements LockStore {
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    const { publish } = await this.pubSub(key);
-    const reply = await this.command(key, 'release', () =>
-      RELEASE_SCRIPT.run(this.client, scriptKeysOf(key), [
-        token,
-        key,
-        FENCE_TTL,
-        this.options.fair ? 0 : 1,
-        publish,
-      ]),
-    );
-    return Number(reply) === 1;
+    return this.releaseScript(key, token, !this.options.fair);
+  }
+
+  /**
+   * RedLock: takes back what a failed attempt may have been granted, without announcing it.
+   * Announcing would wake the other contenders of a split vote, and this caller, all at once,
+   * to split the vote again; they retry after their jittered fallback delay instead.
+   */
+  async withdraw(key: string, token: string): Promise<void> {
+    await this.releaseScript(key, token, false);
   }
 
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
     // A script's keys must share one hash slot on a Cluster, so renewals are batched per slot
     // there (ioredis still pipelines the calls to each node); elsewhere, in chunks.
     const batches = this.cluster ? [...groupBySlot(entries).values()] : [entries];
+    const connection = this.connection;
     const calls: Promise<boolean[]>[] = [];
     const order: RenewalEntry[] = [];
     for (const batch of batches) {
@@ -155,7 +167,7 @@ export class RedisLockStore implements LockStore {
       }
     }
     const replies = (await Promise.all(calls)).flat();
-    if (entries.length > 0) await this.replicated(entries[0].key, 'renew');
+    if (entries.length > 0) await this.replicated(entries[0].key, 'renew', connection);
     const renewed = new Map(order.map((entry, i) => [entry, replies[i]]));
     return entries.map((entry) => renewed.get(entry) === true);
   }
@@ -217,6 +229,7 @@ export class RedisLockStore implements LockStore {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.client.off('close', this.countClose);
     this.listeners.clear();
     const connections = [this.subscriber, this.options.ownsClient ? this.client : undefined];
     await Promise.all(connections.map((connection) => connection && closeConnection(connection)));
@@ -257,6 +270,20 @@ export class RedisLockStore implements LockStore {
     return this.pubsub;
   }
 
+  private async releaseScript(key: string, token: string, announce: boolean): Promise<boolean> {
+    const { publish } = await this.pubSub(key);
+    const reply = await this.command(key, 'release', () =>
+      RELEASE_SCRIPT.run(this.client, scriptKeysOf(key), [
+        token,
+        key,
+        FENCE_TTL,
+        announce ? 1 : 0,
+        publish,
+      ]),
+    );
+    return Number(reply) === 1;
+  }
+
   private async renewChunk(chunk: readonly RenewalEntry[]): Promise<boolean[]> {
     const replies = (await this.command(chunk[0].key, 'renew', () =>
       RENEW_SCRIPT.run(
@@ -269,21 +296,49 @@ export class RedisLockStore implements LockStore {
   }
 
   /**
-   * With `waitForReplicas`, waits until enough replicas acknowledged this connection's writes
-   * so far (WAIT covers every earlier write on the connection, ours included).
-   * @throws LockReplicationError when too few did within the timeout
+   * With `waitForReplicas`, waits until enough replicas acknowledged the writes made on the
+   * connection so far, ours included, which were sent while the connection was `connection`.
+   * @throws LockReplicationError when too few did within the timeout, or the connection was
+   *   replaced meanwhile
    */
-  private async replicated(key: string, operation: string): Promise<void> {
+  private async replicated(key: string, operation: string, connection: number): Promise<void> {
     const wanted = this.options.waitForReplicas;
     if (!wanted) return;
-    const acknowledged = Number(
-      await this.command(key, `${operation} WAIT`, () =>
-        (this.client as Redis).wait(wanted.replicas, wanted.timeout),
-      ),
-    );
-    if (acknowledged < wanted.replicas) {
-      throw new LockReplicationError(key, operation, acknowledged, wanted.replicas, wanted.timeout);
+    const acknowledged = await this.command(key, `${operation} WAIT`, () => this.sharedWait());
+    const counted = this.connection === connection ? acknowledged : 0;
+    if (counted < wanted.replicas) {
+      throw new LockReplicationError(key, operation, counted, wanted.replicas, wanted.timeout);
     }
+  }
+
+  /**
+   * A WAIT that covers every write made on the connection before this call. WAIT blocks the
+   * connection while it waits, so concurrent callers share: one WAIT on its way covers the
+   * writes sent before it, and those made meanwhile share the next one, sent when it returns.
+   */
+  private sharedWait(): Promise<number> {
+    if (!this.waitSent) return this.sendWait();
+    this.waitNext ??= this.waitSent
+      .catch(() => undefined)
+      .then(() => {
+        this.waitNext = undefined;
+        return this.sendWait();
+      });
+    return this.waitNext;
+  }
+
+  private sendWait(): Promise<number> {
+    const { replicas, timeout } = this.options.waitForReplicas as {
+      replicas: number;
+      timeout: number;
+    };
+    const sent = (this.client as Redis).wait(replicas, timeout).then(Number);
+    this.waitSent = sent;
+    const done = () => {
+      if (this.waitSent === sent) this.waitSent = undefined;
+    };
+    sent.then(done, done);
+    return sent;
   }
 
   /**

@@ -11,6 +11,9 @@ export interface RedlockMaster {
   readonly store: RedisLockStore;
 }
 
+/** How many release messages a subscription remembers, to pass each release on once. */
+const RECENT_RELEASES = 16;
+
 /** What the masters said to one operation, once it was decided. */
 interface Tally<T> {
   answers: { master: RedlockMaster; value: T }[];
@@ -47,17 +50,14 @@ export class RedlockLockStore implements LockStore {
     this.quorum = Math.floor(masters.length / 2) + 1;
   }
 
-  async acquire(
-    key: string,
-    token: string,
-    ttl: number,
-    _queue: boolean,
-    inUse: () => boolean,
-  ): Promise<AcquireAttempt> {
+  async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
     const validUntil = monotonicNow() + ttl - driftOf(ttl, this.driftFactor);
     const votes = await this.ask(
       this.masters,
-      (store) => store.acquire(key, token, ttl, false, inUse),
+      // A late grant from a master that timed out is not given back by that master's store:
+      // its release could overtake this caller's next attempt with the same token. The
+      // withdrawal below follows the attempt on each connection instead.
+      (store) => store.acquire(key, token, ttl, false, () => true),
       (answers, failed) =>
         count(answers, (attempt) => attempt.acquired) >= this.quorum ||
         count(answers, (attempt) => !attempt.acquired) + failed > this.masters.length - this.quorum,
@@ -70,15 +70,16 @@ export class RedlockLockStore implements LockStore {
       const raised = await this.ask(
         granted.map(({ master }) => master),
         (store) => store.raiseFence(key, fencingToken),
-        (answers) => answers.length >= this.quorum,
+        (answers, failed) => answers.length >= this.quorum || failed > granted.length - this.quorum,
       );
       if (raised.answers.length >= this.quorum && monotonicNow() < validUntil) {
         return { acquired: true, fencingToken };
       }
     }
     // Not held: take back what any master granted, also from those that seemed to refuse (a
-    // reply may have been lost). Each master's connection runs the release after the attempt.
-    for (const { store } of this.masters) void store.release(key, token).catch(() => undefined);
+    // reply may have been lost). Each master's connection runs the withdrawal after the
+    // attempt, and before any later attempt with the same token.
+    for (const { store } of this.masters) void store.withdraw(key, token).catch(() => undefined);
     if (votes.failures.length > this.masters.length - this.quorum) {
       throw this.quorumError(key, 'acquire', votes);
     }
@@ -92,19 +93,26 @@ export class RedlockLockStore implements LockStore {
     return this.decide(key, 'release', (store) => store.release(key, token));
   }
 
-  async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
+  /**
+   * Each entry is decided on its own: renewed by a majority, lost on too many masters, or
+   * `undefined` when too few answered (the watchdog retries those). Rejects only when no
+   * entry could be decided.
+   */
+  async renew(entries: readonly RenewalEntry[]): Promise<(boolean | undefined)[]> {
     if (entries.length === 0) return [];
     const tally = await this.ask(
       this.masters,
       (store) => store.renew(entries),
-      (answers) => entries.every((_, i) => this.outcome(answers, i) !== undefined),
+      (answers, failed) =>
+        failed > this.masters.length - this.quorum ||
+        entries.every((_, i) => this.outcome(answers, i) !== undefined),
     );
     const answers = tally.answers.map(({ value }) => value);
-    return entries.map((entry, i) => {
-      const outcome = this.outcome(answers, i);
-      if (outcome === undefined) throw this.quorumError(entry.key, 'renew', tally);
-      return outcome;
-    });
+    const outcomes = entries.map((_, i) => this.outcome(answers, i));
+    if (outcomes.every((outcome) => outcome === undefined)) {
+      throw this.quorumError(entries[0].key, 'renew', tally);
+    }
+    return outcomes;
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -125,6 +133,15 @@ export class RedlockLockStore implements LockStore {
   }
 
   async subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
+    // Each master announces the same release: pass each one on once, so that waiters do not
+    // make an attempt per master that is bound to be refused.
+    const recent: string[] = [];
+    const once = (message: string) => {
+      if (recent.includes(message)) return;
+      recent.push(message);
+      if (recent.length > RECENT_RELEASES) recent.shift();
+      onRelease(message);
+    };
     const unsubscribers: (() => void)[] = [];
     let ended = false;
     const unsubscribe = () => {
@@ -136,11 +153,12 @@ export class RedlockLockStore implements LockStore {
     const tally = await this.ask(
       this.masters,
       async (store) => {
-        const stop = await store.subscribe(key, onRelease);
+        const stop = await store.subscribe(key, once);
         if (ended) stop();
         else unsubscribers.push(stop);
       },
-      (answers) => answers.length >= this.quorum,
+      (answers, failed) =>
+        answers.length >= this.quorum || failed > this.masters.length - this.quorum,
     );
     if (tally.answers.length < this.quorum) {
       unsubscribe();
@@ -162,9 +180,10 @@ export class RedlockLockStore implements LockStore {
     const tally = await this.ask(
       this.masters,
       call,
-      (answers) =>
+      (answers, failed) =>
         count(answers, (yes) => yes) >= this.quorum ||
-        count(answers, (yes) => !yes) > this.masters.length - this.quorum,
+        count(answers, (yes) => !yes) > this.masters.length - this.quorum ||
+        failed > this.masters.length - this.quorum,
     );
     const answers = tally.answers.map(({ value }) => value);
     if (count(answers, (yes) => yes) >= this.quorum) return true;
@@ -173,8 +192,8 @@ export class RedlockLockStore implements LockStore {
   }
 
   /** Whether entry `i` of a renewal is decided: renewed by a majority, or lost on too many. */
-  private outcome(answers: boolean[][], i: number): boolean | undefined {
-    const renewed = count(answers, (renewals) => renewals[i]);
+  private outcome(answers: (boolean | undefined)[][], i: number): boolean | undefined {
+    const renewed = count(answers, (renewals) => renewals[i] === true);
     if (renewed >= this.quorum) return true;
     if (answers.length - renewed > this.masters.length - this.quorum) return false;
     return undefined;

@@ -2,6 +2,8 @@ import { Redis } from 'ioredis';
 import {
   LockError,
   LockLostError,
+  LockNotAcquiredError,
+  LockOptionsError,
   LockQuorumError,
   type Lock,
   type LockModuleOptions,
@@ -153,7 +155,7 @@ describe('RedLock over 5 masters', () => {
       const urls = masters.map((master) => master.url);
       urls[2] = proxy.url;
       // A per-master timeout longer than the test: the other four decide without the stalled one.
-      const app = await boot({ redis: urls, nodeTimeout: 60_000 });
+      const app = await boot({ redis: urls, nodeTimeout: 25_000, ttl: 60_000 });
       await app.locks.tryAcquire('warm-up').then((lock) => lock?.release());
       proxy.stall();
       const lock = await app.locks.acquire('slow');
@@ -168,6 +170,57 @@ describe('RedLock over 5 masters', () => {
     } finally {
       await proxy.stop();
     }
+  });
+
+  it('resolves split votes between processes that each reach a different master first', async () => {
+    const proxies: TcpProxy[] = [];
+    try {
+      // Three processes over masters 0–2, each 2 ms from "its" master and 20 ms from the
+      // others: started together, each gets its own master first and the vote splits.
+      const contenders = await Promise.all(
+        [0, 1, 2].map(async (near) => {
+          const urls = await Promise.all(
+            [0, 1, 2].map(async (i) => {
+              const proxy = await TcpProxy.start(masters[i].port);
+              proxy.delay(i === near ? 2 : 20);
+              proxies.push(proxy);
+              return proxy.url;
+            }),
+          );
+          return boot({ redis: urls });
+        }),
+      );
+      const holders: number[] = [];
+      await Promise.all(
+        contenders.map((app, i) =>
+          app.locks.using('split', () => void holders.push(i), { waitTimeout: 20_000 }),
+        ),
+      );
+      expect(holders.sort()).toEqual([0, 1, 2]);
+    } finally {
+      await Promise.all(apps.splice(0).map((app) => app.close()));
+      await Promise.all(proxies.map((proxy) => proxy.stop()));
+    }
+  });
+
+  it('does not hammer the masters while a holder keeps its majority', async () => {
+    const [a, b] = [await boot(), await boot()];
+    const lock = await a.locks.acquire('busy', { ttl: 60_000 });
+    // Two masters lose the lock: a waiter gets them, but never a majority.
+    await Promise.all([masters[3].restart(), masters[4].restart()]);
+    await sleep(500);
+    const monitor = new Redis(masters[3].url);
+    const attempts = async () =>
+      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await monitor.info('commandstats'))?.[1] ?? 0);
+    const before = await attempts();
+    await expect(b.locks.acquire('busy', { waitTimeout: 2_000 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    // The fallback re-check backs off from 50 ms to 1 s: a handful of attempts in 2 s, each
+    // an acquire and a withdrawal. An attempt woken by its own withdrawal would make thousands.
+    expect((await attempts()) - before).toBeLessThanOrEqual(30);
+    await monitor.quit();
+    await lock.release();
   });
 
   it('wakes a waiter on the release message of any master', async () => {
@@ -205,5 +258,16 @@ describe('RedLock over 5 masters', () => {
   it('refuses writeFenced, which needs a single store', async () => {
     const app = await boot();
     await expect(app.locks.writeFenced('doc:1', 'v', 1)).rejects.toBeInstanceOf(LockError);
+  });
+});
+
+describe('RedLock options', () => {
+  it('name a master listed twice without its password', async () => {
+    const error = await bootLockApp({
+      redis: ['redis://:s3cret@a:1', 'redis://b:1', 'redis://:s3cret@a:1/2'],
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as Error).message).toContain('a:1');
+    expect((error as Error).message).not.toContain('s3cret');
   });
 });
