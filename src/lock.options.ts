@@ -152,6 +152,13 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
       'nothing: it applies to RedLock only (redis: an array of masters)',
     );
   }
+  if (given.commandTimeout !== undefined && redlock) {
+    throw new LockOptionsError(
+      'commandTimeout',
+      given.commandTimeout,
+      'nothing with RedLock, where nodeTimeout bounds each master instead',
+    );
+  }
   if (redlock && given.fair === true) {
     // Fair hand-over needs one queue that orders the waiters; N masters would order them
     // differently and split the votes.
@@ -161,23 +168,35 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
       'false or nothing with RedLock (redis: an array): waiters are not queued across masters',
     );
   }
+  const ttl = checkTtl('ttl', given.ttl ?? DEFAULT_TTL);
+  const commandTimeout = checkDuration(
+    'commandTimeout',
+    given.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT,
+    1,
+    false,
+  );
+  const nodeTimeout = checkDuration(
+    'nodeTimeout',
+    given.nodeTimeout ?? DEFAULT_NODE_TIMEOUT,
+    1,
+    false,
+  );
+  if (redlock && nodeTimeout >= ttl) {
+    // A majority's answers must come in with validity to spare.
+    throw new LockOptionsError('nodeTimeout', nodeTimeout, `far below the ttl (${ttl} ms)`);
+  }
   return {
     store,
     fair: checkBoolean('fair', given.fair ?? !redlock),
     redis,
     keyPrefix: resolveKeyPrefix(given.keyPrefix),
-    ttl: checkTtl('ttl', given.ttl ?? DEFAULT_TTL),
+    ttl,
     waitTimeout: checkDuration('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT, 0, true),
     watchdog: checkBoolean('watchdog', given.watchdog ?? true),
-    commandTimeout: checkDuration(
-      'commandTimeout',
-      given.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT,
-      1,
-      false,
-    ),
-    nodeTimeout: checkDuration('nodeTimeout', given.nodeTimeout ?? DEFAULT_NODE_TIMEOUT, 1, false),
+    commandTimeout,
+    nodeTimeout,
     driftFactor: resolveDriftFactor(given.driftFactor),
-    waitForReplicas: resolveWaitForReplicas(given.waitForReplicas, store, redis),
+    waitForReplicas: resolveWaitForReplicas(given.waitForReplicas, store, redis, commandTimeout),
   };
 }
 
@@ -290,6 +309,7 @@ function resolveWaitForReplicas(
   value: unknown,
   store: ResolvedLockOptions['store'],
   redis: ResolvedRedis,
+  commandTimeout: number,
 ): ResolvedLockOptions['waitForReplicas'] {
   if (value === undefined) return undefined;
   if (store === 'memory' || redis.topology !== 'single') {
@@ -306,7 +326,16 @@ function resolveWaitForReplicas(
     throw new LockOptionsError('waitForReplicas.replicas', replicas, 'an integer of at least 1');
   }
   // WAIT's timeout 0 means "forever", which would hang an acquisition with no replica.
-  return { replicas, timeout: checkDuration('waitForReplicas.timeout', given.timeout, 1, false) };
+  const timeout = checkDuration('waitForReplicas.timeout', given.timeout, 1, false);
+  if (timeout >= commandTimeout) {
+    // Otherwise a WAIT that runs out looks like Redis not answering.
+    throw new LockOptionsError(
+      'waitForReplicas.timeout',
+      timeout,
+      `less than commandTimeout (${commandTimeout} ms)`,
+    );
+  }
+  return { replicas, timeout };
 }
 
 function resolveRedis(value: unknown): ResolvedRedis {
@@ -331,9 +360,10 @@ function resolveRedis(value: unknown): ResolvedRedis {
 
 /** One server of a single-Redis or RedLock configuration. */
 function resolveServer(name: string, value: unknown): RedisServerConfig {
+  const master = name !== 'redis';
   if (typeof value === 'string') return checkUrl(name, value);
-  if (isClusterClient(value)) {
-    throw new LockOptionsError(name, value, 'a single Redis here, not a Cluster');
+  if (master && (isClusterClient(value) || (isRecord(value) && 'cluster' in value))) {
+    throw new LockOptionsError(name, value, 'a single Redis master here, not a Cluster');
   }
   if (isRedisClient(value)) return value as Redis;
   if (isRecord(value)) {
@@ -343,7 +373,9 @@ function resolveServer(name: string, value: unknown): RedisServerConfig {
   throw new LockOptionsError(
     name,
     value,
-    'a redis:// URL, ioredis options, an ioredis client, a Cluster, or an array of masters',
+    master
+      ? 'a redis:// URL, ioredis options or an ioredis client'
+      : 'a redis:// URL, ioredis options, an ioredis client, a Cluster, or an array of masters',
   );
 }
 
@@ -362,7 +394,7 @@ function resolveRedlockNodes(values: unknown[]): RedisServerConfig[] {
     if (seen.has(address)) {
       throw new LockOptionsError(
         `redis[${i}]`,
-        value,
+        address,
         `a master not listed before (${address} is), as RedLock needs independent masters`,
       );
     }
@@ -382,7 +414,9 @@ function checkUrl(name: string, value: string): string {
     throw new LockOptionsError(name, value, 'a URL such as "redis://host:6379/0"');
   }
   if (url.pathname.length > 1 && !/^\/\d+$/.test(url.pathname)) {
-    throw new LockOptionsError(name, value, 'a URL whose path is a database number');
+    // Errors are logged: the value shown must not carry the password.
+    if (url.password) url.password = '***';
+    throw new LockOptionsError(name, url.href, 'a URL whose path is a database number');
   }
   return value;
 }
@@ -424,13 +458,20 @@ function clusterPrefixError(prefix: unknown): LockOptionsError {
   );
 }
 
-/** `host:port` of a server, for error messages and to tell masters apart. Never has a password. */
+/**
+ * `host:port` of a server (or the Sentinel-managed master's name and its first sentinel), for
+ * error messages and to tell masters apart. Never has a password.
+ */
 export function addressOf(config: RedisServerConfig): string {
   if (typeof config === 'string') {
     const url = new URL(config);
     return `${url.hostname}:${url.port || 6379}`;
   }
   const options = isRedisClient(config) ? config.options : config;
+  const [sentinel] = options.sentinels ?? [];
+  if (sentinel) {
+    return `${options.name} via sentinel ${sentinel.host ?? '127.0.0.1'}:${sentinel.port ?? 26379}`;
+  }
   return options.path ?? `${options.host ?? '127.0.0.1'}:${options.port ?? 6379}`;
 }
 

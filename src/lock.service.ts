@@ -350,12 +350,21 @@ export class LockService implements LockOwner, OnApplicationShutdown {
           token,
           deadline: startedAt + resolved.waitTimeout,
           attempt,
-          acquired: (fencingToken, handedOver) =>
-            resolve(
-              handedOver
-                ? this.freshen(hold(fencingToken, refusedAt), attempt)
-                : hold(fencingToken),
-            ),
+          acquired: (fencingToken, handedOver) => {
+            if (!handedOver) return resolve(hold(fencingToken));
+            const lock = hold(fencingToken, refusedAt);
+            if (!this.store.confirmsHandovers) return resolve(this.freshen(lock));
+            const waitAgain = () =>
+              this.obtain(
+                name,
+                {
+                  ...resolved,
+                  waitTimeout: Math.max(0, startedAt + resolved.waitTimeout - monotonicNow()),
+                },
+                true,
+              ) as Promise<HeldLock>;
+            resolve(this.confirmHandover(lock, attempt, hold, waitAgain));
+          },
           failed: (error) => {
             // Leave the store's queue, where the first attempt may have put the caller.
             this.store.release(key, token).catch(() => undefined);
@@ -395,29 +404,48 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   /**
    * A lock handed over by the store counts its validity from this caller's last request, which
    * Redis answered before the handover: safe, but possibly long ago. When less than half of the
-   * TTL is left that way, one renewal restores it before the caller starts to work. A store
-   * that waits for replicas confirms every handover with an acquisition attempt of the caller's
-   * own (`confirm`): the releaser's write that handed it over was not waited for.
+   * TTL is left that way, one renewal restores it before the caller starts to work.
    */
-  private async freshen(lock: HeldLock, confirm: () => Promise<AcquireAttempt>): Promise<HeldLock> {
-    if (this.store.confirmsHandovers) {
-      const sentAt = monotonicNow();
-      try {
-        const result = await confirm();
-        if (result.acquired) lock.confirmed(sentAt, lock.ttl);
-        else if (lock.markLost('it was gone before its handover was confirmed')) {
-          this.watchdog.untrack(lock);
-        }
-      } catch (error) {
-        await this.releaseAfterWork(lock);
-        throw error;
-      }
-    } else if (lock.validUntil - monotonicNow() < lock.ttl / 2) {
+  private async freshen(lock: HeldLock): Promise<HeldLock> {
+    if (lock.validUntil - monotonicNow() < lock.ttl / 2) {
       await this.watchdog.extend(lock, lock.ttl).catch(() => undefined);
     }
     // Lost before the caller could start: do not hand it a lock that protects nothing.
     if (!lock.held) throw lock.signal.reason;
     return lock;
+  }
+
+  /**
+   * A store that waits for replicas has the caller confirm a handover with an acquisition
+   * attempt of its own (`confirm`, which restarts the TTL and waits for the replicas): the
+   * releaser's write that handed the lock over was not waited for. If the lock is gone by then
+   * (a failover lost it, or it expired), nothing has run under it yet: the caller leaves the
+   * queue and waits again for the rest of its time (`waitAgain`); if the attempt took the lock
+   * afresh, the caller holds that lock, with its newer fencing token (`hold`).
+   */
+  private async confirmHandover(
+    lock: HeldLock,
+    confirm: () => Promise<AcquireAttempt>,
+    hold: (fencingToken: number) => HeldLock,
+    waitAgain: () => Promise<HeldLock>,
+  ): Promise<HeldLock> {
+    const sentAt = monotonicNow();
+    let result: AcquireAttempt;
+    try {
+      result = await confirm();
+    } catch (error) {
+      await this.releaseAfterWork(lock);
+      throw error;
+    }
+    if (result.acquired && result.fencingToken === lock.fencingToken) {
+      lock.confirmed(sentAt, lock.ttl);
+      return lock;
+    }
+    this.watchdog.untrack(lock);
+    lock.markReleased();
+    if (result.acquired) return hold(result.fencingToken);
+    await this.store.release(lock.key, lock.token).catch(() => undefined);
+    return waitAgain();
   }
 
   /**

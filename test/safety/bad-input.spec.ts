@@ -139,6 +139,22 @@ describe('bad input gets a clear typed error or documented behaviour, and leaves
         { redis: ['redis://a:1', 'redis://b:1', 'redis://c:1'], fair: true },
       ],
       ['nodeTimeout without RedLock', { nodeTimeout: 50 }],
+      [
+        'RedLock with a nodeTimeout at the ttl',
+        { redis: ['redis://a:1', 'redis://b:1', 'redis://c:1'], nodeTimeout: 1_000, ttl: 1_000 },
+      ],
+      [
+        'RedLock with commandTimeout',
+        { redis: ['redis://a:1', 'redis://b:1', 'redis://c:1'], commandTimeout: 1_000 },
+      ],
+      [
+        'a Cluster config as a RedLock master',
+        { redis: ['redis://a:1', 'redis://b:1', { cluster: [{ port: 1 }] }] },
+      ],
+      [
+        'waitForReplicas whose timeout is not below commandTimeout',
+        { waitForReplicas: { replicas: 1, timeout: 5_000 }, commandTimeout: 5_000 },
+      ],
       ['driftFactor 0.6', { driftFactor: 0.6 }],
       ['Sentinel options without the master name', { redis: { sentinels: [{ port: 1 }] } }],
       ['a cluster config without nodes', { redis: { cluster: [] } }],

@@ -58,7 +58,7 @@ describe('behind Sentinel', () => {
     });
 
     it('keeps a lock the replica acknowledged (waitForReplicas): nobody else gets in after the failover', async () => {
-      const holder = await boot({ waitForReplicas: { replicas: 1, timeout: 1_000 } });
+      const holder = await boot({ waitForReplicas: { replicas: 1, timeout: 500 } });
       const other = await boot();
       const lock = await holder.locks.acquire('invoice:8', { ttl: 5_000 });
       await sentinel.killMaster();
@@ -85,6 +85,23 @@ describe('behind Sentinel', () => {
       expect(error).toBeInstanceOf(LockReplicationError);
       expect(error).toMatchObject({ acknowledged: 0, wanted: 1 });
       expect(await onServer(sentinel.masterPort, (server) => server.exists(lock.key))).toBe(0);
+    });
+
+    it('shares one WAIT between concurrent acquisitions instead of queueing one each', async () => {
+      const app = await boot({ waitForReplicas: { replicas: 1, timeout: 300 } });
+      const waits = () =>
+        onServer(sentinel.masterPort, async (server) =>
+          Number(/cmdstat_wait:calls=(\d+)/.exec(await server.info('commandstats'))?.[1] ?? 0),
+        );
+      const before = await waits();
+      sentinel.proxy?.stall();
+      const outcomes = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => app.locks.acquire(`batch:${i}`).catch((e) => e)),
+      );
+      // Every one fails closed for want of a replica, not for a connection blocked by WAITs.
+      for (const outcome of outcomes) expect(outcome).toBeInstanceOf(LockReplicationError);
+      // The first WAIT covers what was written before it; the rest share the next one.
+      expect((await waits()) - before).toBeLessThanOrEqual(3);
     });
 
     it('confirms a lock handed over to a queued waiter against the replicas too', async () => {
