@@ -352,7 +352,10 @@ function resolveRedis(value: unknown): ResolvedRedis {
     if (!isRecord(clusterOptions)) {
       throw new LockOptionsError('redis.clusterOptions', clusterOptions, 'ioredis ClusterOptions');
     }
-    if (clusterOptions.keyPrefix !== undefined) throw clusterPrefixError(clusterOptions.keyPrefix);
+    const prefix =
+      clusterOptions.keyPrefix ??
+      (clusterOptions.redisOptions as RedisOptions | undefined)?.keyPrefix;
+    if (prefix) throw clusterPrefixError(prefix);
     return { topology: 'cluster', config: value as unknown as RedisClusterConfig };
   }
   return { topology: 'single', config: resolveServer('redis', value) };

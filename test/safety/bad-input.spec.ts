@@ -162,6 +162,12 @@ describe('bad input gets a clear typed error or documented behaviour, and leaves
         'a cluster config with an ioredis keyPrefix',
         { redis: { cluster: [{ port: 1 }], clusterOptions: { keyPrefix: 'x:' } } },
       ],
+      [
+        'a cluster config with an ioredis keyPrefix in its redisOptions',
+        {
+          redis: { cluster: [{ port: 1 }], clusterOptions: { redisOptions: { keyPrefix: 'x:' } } },
+        },
+      ],
       ['waitForReplicas of 0 replicas', { waitForReplicas: { replicas: 0, timeout: 10 } }],
       ['waitForReplicas without a timeout', { waitForReplicas: { replicas: 1 } }],
       [
