@@ -62,7 +62,9 @@ export class Watchdog {
   async extend(lock: HeldLock, ttl: number): Promise<boolean> {
     const sentAt = monotonicNow();
     lock.ttl = ttl;
-    const [renewed] = await this.store.renew([{ key: lock.key, token: lock.token, ttl }]);
+    const [renewed] = await this.store.renew([
+      { key: lock.key, token: lock.token, ttl, fencingToken: lock.fencingToken },
+    ]);
     if (!this.locks.has(lock)) return false;
     if (renewed === undefined) throw new LockConnectionError(lock.name, 'extend was not decided');
     if (!renewed) {
@@ -135,7 +137,12 @@ export class Watchdog {
 
   private renew(locks: HeldLock[], sentAt: number): void {
     for (const lock of locks) lock.renewing = true;
-    const entries = locks.map((lock) => ({ key: lock.key, token: lock.token, ttl: lock.ttl }));
+    const entries = locks.map(({ key, token, ttl, fencingToken }) => ({
+      key,
+      token,
+      ttl,
+      fencingToken,
+    }));
     this.store.renew(entries).then(
       (renewed) => {
         const undecided: HeldLock[] = [];

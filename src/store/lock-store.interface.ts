@@ -9,6 +9,7 @@ export interface RenewalEntry {
   key: string;
   token: string;
   ttl: number;
+  fencingToken: number;
 }
 
 /**

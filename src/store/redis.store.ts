@@ -5,7 +5,7 @@ import { scriptKeysOf, sideKeyOf, slotOf } from '../lock.keys.js';
 import type { RedisClusterConfig } from '../lock.options.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
 import { FENCED_WRITE_SCRIPT } from '../scripts/fenced-write.script.js';
-import { RAISE_FENCE_SCRIPT } from '../scripts/raise-fence.script.js';
+import { CLAIM_SCRIPT } from '../scripts/claim.script.js';
 import { RELEASE_SCRIPT } from '../scripts/release.script.js';
 import { RENEW_SCRIPT } from '../scripts/renew.script.js';
 import {
@@ -179,7 +179,25 @@ export class RedisLockStore implements LockStore {
    */
   async raiseFence(key: string, fencingToken: number): Promise<void> {
     await this.command(key, 'raiseFence', () =>
-      RAISE_FENCE_SCRIPT.run(this.client, [sideKeyOf(key, 'fence')], [fencingToken, FENCE_TTL]),
+      CLAIM_SCRIPT.run(
+        this.client,
+        [key, sideKeyOf(key, 'fence')],
+        [fencingToken, FENCE_TTL, '', 0],
+      ),
+    );
+  }
+
+  /**
+   * RedLock: takes the lock on `key` for `token` if it is free on this master, raising the
+   * fencing counter as {@link raiseFence} does.
+   */
+  async claim(key: string, token: string, ttl: number, fencingToken: number): Promise<void> {
+    await this.command(key, 'claim', () =>
+      CLAIM_SCRIPT.run(
+        this.client,
+        [key, sideKeyOf(key, 'fence')],
+        [fencingToken, FENCE_TTL, token, ttl],
+      ),
     );
   }
 

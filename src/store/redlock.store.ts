@@ -26,7 +26,8 @@ interface Tally<T> {
  * drift`, counted from before the first request); the caller's validity counts from the same
  * moment. Each master answers within its own timeout, and an operation is decided as soon as
  * its outcome is known, so a slow or dead minority costs nothing. Releases, renewals and
- * `isLocked` work across the majority in the same way.
+ * `isLocked` work across the majority in the same way; a renewal that a majority confirmed
+ * also puts the lock back on free masters that lacked it.
  *
  * Fencing tokens: each master issues `max(last + 1, its clock in µs)`. The lock carries the
  * highest token its majority issued, and before the lock counts, that token is written back
@@ -112,6 +113,7 @@ export class RedlockLockStore implements LockStore {
     if (outcomes.every((outcome) => outcome === undefined)) {
       throw this.quorumError(entries[0].key, 'renew', tally);
     }
+    this.repair(entries, outcomes, tally);
     return outcomes;
   }
 
@@ -169,6 +171,28 @@ export class RedlockLockStore implements LockStore {
 
   async close(): Promise<void> {
     await Promise.all(this.masters.map(({ store }) => store.close()));
+  }
+
+  /**
+   * Puts a lock that a majority just confirmed back on the masters that answered it was
+   * missing, where it is free: a lock acquired on a bare majority (a contender held the key
+   * elsewhere) or kept through a master's restart would otherwise be lost with the next
+   * minority of masters. Only after a confirmation, so that a holder that lost its majority
+   * is told, not silently given the lock again. (Should the lock be released while a claim is
+   * on its way, the claimed copy on that one master lives out its TTL, as a late grant does.)
+   */
+  private repair(
+    entries: readonly RenewalEntry[],
+    outcomes: readonly (boolean | undefined)[],
+    tally: Tally<boolean[]>,
+  ): void {
+    entries.forEach(({ key, token, ttl, fencingToken }, i) => {
+      if (!outcomes[i]) return;
+      for (const { master, value } of tally.answers) {
+        if (!value[i])
+          void master.store.claim(key, token, ttl, fencingToken).catch(() => undefined);
+      }
+    });
   }
 
   /** A yes/no operation: yes from a majority, no from more than a minority, or an error. */

@@ -1,0 +1,25 @@
+import { LuaScript } from './lua-script.js';
+
+/**
+ * RedLock's writes on single masters beyond the acquisition attempt:
+ * - the fencing floor: a lock on N masters carries the highest token its majority issued, and
+ *   writing it back to that majority means that any later majority, which shares a master with
+ *   this one, issues a greater token;
+ * - a claim: a holder whose lock a majority confirmed also takes it on a master where it is
+ *   missing and free (a contender held the key there when the lock was acquired, or the master
+ *   restarted empty), with the same floor, so that the lock survives the loss of any minority.
+ *
+ * KEYS: lock, fencing counter. ARGV: fencing token, counter ttl (ms), and for a claim, the
+ * lock's token and ttl (ms); an empty token only raises the floor. Returns 1, or 0 when the
+ * claimed lock was not free.
+ */
+export const CLAIM_SCRIPT = new LuaScript(`
+if ARGV[3] ~= '' and not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[4]) then
+  return 0
+end
+local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+if tonumber(ARGV[1]) > last then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+end
+return 1
+`);
