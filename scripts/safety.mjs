@@ -5,6 +5,9 @@
  *
  * Options: --workers N (default 8), --duration S (default 150), --ttl MS (default 400),
  * --unfenced-reads (the resource fences writes only, as `writeFenced` does), --json.
+ * --redlock runs the RedLock mode instead: the checker starts --masters N redis-servers
+ * (default 5) and stops them at the end, the workers use them with --node-timeout MS (default
+ * 100), and the faults are kill, stop and restarts of a minority and of a majority of them.
  */
 import { parseArgs } from 'node:util';
 import { SafetyChecker } from '../test/safety/checker/checker.mjs';
@@ -18,15 +21,23 @@ const { values } = parseArgs({
     ttl: { type: 'string', default: '400' },
     'unfenced-reads': { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
+    redlock: { type: 'boolean', default: false },
+    masters: { type: 'string', default: '5' },
+    'node-timeout': { type: 'string', default: '100' },
   },
 });
 
 assertRedisServerInstalled();
-const redis = await RedisServer.start();
+// The RedLock mode's masters are the checker's own; the single-Redis mode's server is ours.
+const redis = values.redlock ? undefined : await RedisServer.start();
 let exitCode = 1;
 try {
   const checker = new SafetyChecker({
-    redis,
+    ...(redis
+      ? { redis }
+      : {
+          redlock: { masters: Number(values.masters), nodeTimeout: Number(values['node-timeout']) },
+        }),
     workers: Number(values.workers),
     ttl: Number(values.ttl),
     durationMs: Number(values.duration) * 1000,
@@ -40,6 +51,6 @@ try {
   if (values.json) console.log(JSON.stringify(result, null, 2));
   exitCode = result.ok ? 0 : 1;
 } finally {
-  await redis.stop();
+  await redis?.stop();
 }
 process.exitCode = exitCode;

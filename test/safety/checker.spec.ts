@@ -6,7 +6,9 @@ import { RedisServer } from '../support/redis-server.js';
  * The small-size run of the multi-process safety checker (issue 6): 6 worker processes, each its
  * own Nest application context, contend for one key while the nemesis kills a holder, pauses one
  * past its TTL and restarts Redis under one. Asserts properties from the history, not durations.
- * The full-size run is `npm run safety`. Needs the built library (`npm run build`).
+ * The same over 5 RedLock masters, with 8 workers, where 2 masters and then 3 restart empty under
+ * a holder. The full-size runs are `npm run safety` and `npm run safety -- --redlock`. Needs the
+ * built library (`npm run build`).
  */
 describe('the multi-process safety checker (small size)', () => {
   let redis: RedisServer;
@@ -44,5 +46,39 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.staleWritesRejected + result.staleReadsRejected).toBeGreaterThanOrEqual(1);
     expect(result.explainedOverlaps).toBe(result.overlaps);
     expect(result.outcomes.LockLostError).toBeGreaterThanOrEqual(2);
+  }, 120_000);
+
+  it('keeps them over 5 RedLock masters through kill, stop and restarts of a minority and a majority', async () => {
+    // The checker starts the 5 masters itself and stops them however the run ends.
+    const checker = new SafetyChecker({
+      redlock: { masters: 5 },
+      workers: 8,
+      ttl: 400,
+      faults: ['kill', 'stop', 'minority', 'majority'],
+      gapMs: 500,
+      tailMs: 500,
+    });
+    const result = await checker.run();
+    console.log(formatSummary(result));
+
+    expect(result.violations).toEqual([]);
+    expect(result.faultsByKind).toEqual({ kill: 1, stop: 1, minority: 1, majority: 1 });
+    expect(result.processes).toBe(9); // 8, plus the replacement of the killed one
+    expect(result.lostUpdates).toBe(0);
+    expect(result.staleWritesAccepted).toBe(0);
+    expect(result.tokensOutOfOrder).toBe(0);
+    expect(result.tokensHandedOutOfOrder).toBe(0);
+    expect(result.counter).toBe(result.acceptedWrites);
+    expect(result.acceptedWrites).toBeGreaterThan(0);
+    expect(result.explainedOverlaps).toBe(result.overlaps);
+    // The kill was checked against the quorum-th PTTL, not just waited out.
+    expect(result.killBoundMs.filter((ms) => typeof ms === 'number')).toHaveLength(1);
+    // A minority restart either left the lock on a majority, which its holder kept, or (the
+    // lock being on too few masters) took it, and was then checked as a majority restart is.
+    expect(result.minorityKept).toBe(result.minoritySurvivable);
+    expect(result.lossFaults).toBe(2 - result.minoritySurvivable);
+    expect(result.lossTold).toBe(result.lossFaults);
+    expect(result.lossStaleWriteRefused).toBe(result.lossFaults);
+    expect(result.lossLockLost).toBe(result.lossFaults);
   }, 120_000);
 });

@@ -8,7 +8,8 @@
  * not write). Two intervals that overlap mean two holders were inside the critical section at
  * once: an overlap. Each overlap must be explained by a fault (the older holder was a fault's
  * victim, or held the lock while a fault ran), and the older (stale) holder must have been
- * refused by the fencing guard, at its read or its write.
+ * refused by the fencing guard, at its read or its write. Only faults that can take a lock
+ * explain an overlap: not a RedLock `minority` fault that left the lock on a majority.
  */
 
 /**
@@ -46,8 +47,19 @@ export function analyze(checker, elapsedMs) {
     if (entry.token < highest && entry.op === 'write') staleAccepted++;
     highest = Math.max(highest, entry.token);
   }
-  const stopVictimsAccepted = sections.filter((s) => s.fault === 'stop' && s.writeAccepted).length;
-  staleAccepted += stopVictimsAccepted;
+  // Where a RedLock restart took the lock (a majority fault, or a minority one that hit a lock
+  // held on too few masters), its holder is checked as a stopped holder is.
+  const lossFaults = checker.faults.filter(
+    (f) => (f.kind === 'minority' || f.kind === 'majority') && f.losesLock,
+  );
+  // Victims whose write the checker held back until a newer holder had written: theirs is
+  // stale by construction.
+  const staleVictims = new Set(
+    [...checker.faults.filter((f) => f.kind === 'stop'), ...lossFaults].map((f) =>
+      checker.section(f.worker, f.token),
+    ),
+  );
+  staleAccepted += sections.filter((s) => staleVictims.has(s) && s.writeAccepted).length;
   const counter = checker.resource.value;
   const lostUpdates = acceptedWrites.length - counter;
 
@@ -60,6 +72,18 @@ export function analyze(checker, elapsedMs) {
   if (checker.duplicateTokens) {
     violations.push(`${checker.duplicateTokens} fencing tokens were handed out twice`);
   }
+  // Tokens grow with every acquisition, not only with every accepted write: an acquisition
+  // reaches the checker after every earlier holder's (each holder reports it before its first
+  // read, which comes before its release), so a token at or below one seen before went back.
+  let highestAcquired = 0;
+  let tokensHandedOutOfOrder = 0;
+  for (const s of sections) {
+    if (s.token <= highestAcquired) tokensHandedOutOfOrder++;
+    highestAcquired = Math.max(highestAcquired, s.token);
+  }
+  if (tokensHandedOutOfOrder) {
+    violations.push(`${tokensHandedOutOfOrder} acquisitions got a token not above an earlier one`);
+  }
 
   // Overlaps of resource intervals.
   const intervals = sections
@@ -70,10 +94,12 @@ export function analyze(checker, elapsedMs) {
       to: s.writeSeq ?? s.releasedSeq ?? Infinity,
     }))
     .sort((a, b) => a.from - b.from);
+  const takers = checker.faults.filter((f) => f.losesLock);
   const explainedBy = (/** @type {Section} */ s) =>
-    s.fault !== undefined ||
-    checker.faults.some(
-      (f) => s.acquiredSeq <= (f.endSeq ?? Infinity) && (s.releasedSeq ?? Infinity) >= f.startSeq,
+    takers.some(
+      (f) =>
+        (f.worker === s.worker && f.token === s.token) ||
+        (s.acquiredSeq <= (f.endSeq ?? Infinity) && (s.releasedSeq ?? Infinity) >= f.startSeq),
     );
   let overlaps = 0;
   let explainedOverlaps = 0;
@@ -110,11 +136,17 @@ export function analyze(checker, elapsedMs) {
   const stopFaults = checker.faults.filter((f) => f.kind === 'stop');
   const killFaults = checker.faults.filter((f) => f.kind === 'kill');
   const restartFaults = checker.faults.filter((f) => f.kind === 'restart');
+  const minorityFaults = checker.faults.filter((f) => f.kind === 'minority');
+  const fact = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
+    faults.map((f) => f.facts[name]);
 
   return {
     ok: violations.length === 0,
     violations,
     elapsedMs,
+    redlock: checker.redlock,
+    masters: checker.masterCount,
+    quorum: Math.floor(checker.masterCount / 2) + 1,
     processes: checker.processesStarted,
     workersAtOnce: checker.workerCount,
     ttl: checker.ttl,
@@ -132,6 +164,7 @@ export function analyze(checker, elapsedMs) {
     staleHoldersRefused: [...staleHolders].filter((s) => !(s.readAccepted && s.writeAccepted))
       .length,
     tokensOutOfOrder: outOfOrder,
+    tokensHandedOutOfOrder,
     faultsByKind,
     outcomes,
     acquireFailures: checker.acquireFailures,
@@ -139,15 +172,49 @@ export function analyze(checker, elapsedMs) {
     stopAbortBeforeWrite: stopFaults.filter((f) => f.facts.signalAbortedAtWrite === true).length,
     stopFaults: stopFaults.length,
     restartLostReasons: restartFaults.map((f) => f.facts.lostReason),
+    // RedLock: the quorum-th PTTL bound of each kill, and its takeover's margin above it.
+    killBoundMs: fact(killFaults, 'freeBoundMs'),
+    killMarginMs: killFaults.map((f) =>
+      typeof f.facts.takeoverAfterKillMs === 'number' && typeof f.facts.freeBoundMs === 'number'
+        ? f.facts.takeoverAfterKillMs - f.facts.freeBoundMs
+        : undefined,
+    ),
+    minorityFaults: minorityFaults.length,
+    minoritySurvivable: minorityFaults.filter((f) => !f.losesLock).length,
+    minorityKept: minorityFaults.filter((f) => f.facts.kept === true).length,
+    /** On how many masters the lock was when each minority fault struck. */
+    minorityHoldingBefore: fact(minorityFaults, 'holdingBefore'),
+    lossFaults: lossFaults.length,
+    lossTold: lossFaults.filter((f) => typeof f.facts.toldMs === 'number').length,
+    lossToldMs: fact(lossFaults, 'toldMs'),
+    lossToldBeforeNext: lossFaults.filter((f) => f.facts.toldBeforeNext === true).length,
+    lossNextAcquiredMs: fact(lossFaults, 'nextAcquiredMs'),
+    lossStaleWriteRefused: lossFaults.filter((f) => f.facts.staleWriteRefused === true).length,
+    lossLockLost: lossFaults.filter((f) => f.facts.outcome === 'LockLostError').length,
+    restartMs: fact(
+      checker.faults.filter((f) => f.kind === 'minority' || f.kind === 'majority'),
+      'restartMs',
+    ),
   };
 }
 
-/** @param {unknown[]} values milliseconds */
-function spread(values) {
+/**
+ * @param {unknown[]} values milliseconds
+ * @param {string} [note] what to compare them with
+ */
+function spread(values, note = ' (ttl is a lower bound)') {
   const ms = values.filter((v) => typeof v === 'number').sort((a, b) => a - b);
   if (ms.length === 0) return '-';
-  if (ms.length === 1) return `${ms[0]} ms (ttl is a lower bound)`;
-  return `min ${ms[0]} / median ${ms[ms.length >> 1]} / max ${ms[ms.length - 1]} ms (ttl is a lower bound)`;
+  if (ms.length === 1) return `${ms[0]} ms${note}`;
+  return `min ${ms[0]} / median ${ms[ms.length >> 1]} / max ${ms[ms.length - 1]} ms${note}`;
+}
+
+/** @param {unknown[]} values how many times each value came */
+function tally(values) {
+  /** @type {Map<unknown, number>} */
+  const counts = new Map();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return [...counts].map(([v, n]) => `${v}×${n}`).join(', ') || '-';
 }
 
 /** @param {ReturnType<typeof analyze>} r */
@@ -169,10 +236,37 @@ export function formatSummary(r) {
     `  tokens out of order    ${r.tokensOutOfOrder}`,
     `  using() outcomes       ${kv(r.outcomes)}`,
     `  acquire failures       ${kv(r.acquireFailures)}`,
-    `  kill → next acquire    ${spread(r.killTakeoverMs)}`,
+    ...(r.redlock ? redlockLines(r) : [`  kill → next acquire    ${spread(r.killTakeoverMs)}`]),
     `  stop: aborted before stale write ${r.stopAbortBeforeWrite}/${r.stopFaults}`,
     `  violations             ${r.violations.length}`,
     ...r.violations.map((v) => `    - ${v}`),
   ];
   return lines.join('\n');
+}
+
+/**
+ * The RedLock mode's own lines: the kill bound is a majority's expiry, and the restarts of a
+ * minority and of a majority of the masters have their own outcomes.
+ * @param {ReturnType<typeof analyze>} r
+ */
+function redlockLines(r) {
+  const margins = r.killMarginMs.filter((v) => typeof v === 'number');
+  return [
+    `  masters                ${r.masters} redis-servers, quorum ${r.quorum}`,
+    `  tokens handed out of order ${r.tokensHandedOutOfOrder} (by acquisition)`,
+    `  kill → next acquire    ${spread(r.killTakeoverMs, '')}`,
+    `    quorum-th PTTL bound ${spread(r.killBoundMs, '')}; ` +
+      `acquired before it ${margins.filter((m) => m < -2).length}/${margins.length}, ` +
+      `smallest margin ${margins.length ? Math.min(...margins) : '-'} ms`,
+    `  minority restarts      ${r.minorityFaults}: lock on a majority of the survivors in ` +
+      `${r.minoritySurvivable}, kept by its holder in ${r.minorityKept}/${r.minoritySurvivable}` +
+      ` (masters holding it before: ${tally(r.minorityHoldingBefore)})`,
+    `  restarts losing it     ${r.lossFaults}: holder told ${r.lossTold}/${r.lossFaults}, ` +
+      `after ${spread(r.lossToldMs, ` (ttl ${r.ttl})`)}`,
+    `    told before the next acquire ${r.lossToldBeforeNext}/${r.lossFaults}; next acquire ` +
+      `after ${spread(r.lossNextAcquiredMs, '')}`,
+    `    stale write refused ${r.lossStaleWriteRefused}/${r.lossFaults}, ` +
+      `LockLostError ${r.lossLockLost}/${r.lossFaults}`,
+    `  masters restarted in   ${spread(r.restartMs, '')}`,
+  ];
 }

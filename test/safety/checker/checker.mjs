@@ -14,25 +14,55 @@
  * - `restart`: kill -9 the lock's redis-server and start it again, empty, on the same port
  *   while a holder is inside. The holder must be told (signal aborted, LockLostError), and work
  *   must go on.
+ *
+ * RedLock mode (`redlock: { masters: 5 }`): the checker starts N independent redis-servers of its
+ * own (and stops them all at the end, however the run ends), and each worker's LockModule gets
+ * them all as an array. `kill` and `stop` work as above, except that after a kill nobody may
+ * acquire before a MAJORITY of the masters has let the killed holder's copy expire (the
+ * quorum-th smallest PTTL). Two more faults, instead of `restart`:
+ * - `minority`: kill -9 and restart empty N − quorum masters (2 of 5) drawn at random while a
+ *   holder is inside, and keep it inside for 3 TTLs. A lock on a majority of the survivors must
+ *   survive this: its signal must not abort, nobody else may acquire, its write must go in.
+ *   (Should the lock have been on too few of the survivors, it is really lost; the fault is
+ *   then checked as `majority` is, and reported apart.)
+ * - `majority`: the same with a quorum of masters (3 of 5): the lock is lost. The holder's read
+ *   goes through before the restart and its reply is held back until a newer holder has
+ *   written and the holder was told, so that its write comes stale: the holder must be told
+ *   (signal aborted, at the latest when its validity runs out), its write must be refused by
+ *   the fencing guard, `using` must reject with LockLostError, and work must go on.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import { analyze } from './analyze.mjs';
+import { LockServers } from './masters.mjs';
 import { FencedCounter } from './resource.mjs';
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.meta.url));
 
-/** @typedef {'kill' | 'stop' | 'restart'} FaultKind */
+/** @typedef {'kill' | 'stop' | 'restart' | 'minority' | 'majority'} FaultKind */
+/** The faults of the single-Redis mode, and its default plan. */
 export const FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'restart']);
+/** The faults of the RedLock mode, and its default plan. */
+export const REDLOCK_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'minority', 'majority']);
+
+/**
+ * How late after its validity ran out a holder may hear that its lock is lost: the worker's
+ * watchdog timer and the IPC message to the checker are late by this much at worst on a busy
+ * machine (measured well under it on 2 loaded cores).
+ */
+const TOLD_SLACK_MS = 250;
 
 /**
  * @typedef {object} CheckerOptions
- * @property {{ url: string, port: number, restart(): Promise<void> }} redis the lock's Redis
- *   (a RedisServer from test/support/redis-server.js); the checker restarts it, never stops it
+ * @property {{ url: string, port: number, restart(): Promise<void> }} [redis] the lock's Redis
+ *   in the single-Redis mode (a RedisServer from test/support/redis-server.js); the checker
+ *   restarts it, never stops it
+ * @property {{ masters?: number, nodeTimeout?: number }} [redlock] the RedLock mode instead:
+ *   the checker starts that many redis-servers (default 5, at least 3) and stops them at the
+ *   end; `nodeTimeout` is the workers' per-master timeout (default 100 ms)
  * @property {number} [workers] P, the number of worker processes alive at any time (≥ 6)
  * @property {number} [ttl] the lock's TTL in ms
  * @property {FaultKind[]} [faults] the faults to inject, in order
@@ -47,6 +77,7 @@ export const FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'restart']);
  * @typedef {object} Section One critical section, as the checker saw it.
  * @property {number} worker
  * @property {number} token the lock's fencing token
+ * @property {string} [lockToken] the lock's own token, the value of its key in Redis
  * @property {number} acquiredSeq
  * @property {number} acquiredAt
  * @property {number} [readSeq]
@@ -70,6 +101,8 @@ export const FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'restart']);
  * @property {number} startSeq
  * @property {number} [endSeq]
  * @property {number} startedAt
+ * @property {boolean} losesLock whether the fault may take the lock from its victim, and so
+ *   explain an overlap (all but a `minority` fault that the lock should survive)
  * @property {string[]} problems what went wrong (violations)
  * @property {Record<string, unknown>} facts what was measured
  */
@@ -97,10 +130,23 @@ class WorkerHandle {
 export class SafetyChecker {
   /** @param {CheckerOptions} options */
   constructor(options) {
+    if ((options.redis === undefined) === (options.redlock === undefined)) {
+      throw new Error('SafetyChecker: give either `redis` (one Redis) or `redlock` (N masters)');
+    }
     this.redis = options.redis;
+    this.masterCount = options.redlock ? Math.max(3, options.redlock.masters ?? 5) : 1;
+    this.nodeTimeout = options.redlock?.nodeTimeout ?? 100;
     this.workerCount = Math.max(6, options.workers ?? 6);
     this.ttl = options.ttl ?? 400;
-    this.faultPlan = options.faults ?? [...FAULT_KINDS];
+    /** @type {readonly FaultKind[]} */
+    const kinds = options.redlock ? REDLOCK_FAULT_KINDS : FAULT_KINDS;
+    this.faultPlan = options.faults ?? [...kinds];
+    // A fault of the other mode would test nothing (no single server to restart under RedLock,
+    // no minority to lose on one server): refuse it rather than pass without testing.
+    const foreign = this.faultPlan.filter((kind) => !kinds.includes(kind));
+    if (foreign.length > 0) {
+      throw new Error(`SafetyChecker: ${foreign.join(', ')} faults need the other mode`);
+    }
     this.durationMs = options.durationMs ?? 0;
     this.gapMs = options.gapMs ?? 600;
     this.tailMs = options.tailMs ?? 500;
@@ -129,8 +175,18 @@ export class SafetyChecker {
     this.interceptRead = undefined;
     /** @type {Set<() => void>} */
     this.listeners = new Set();
-    /** @type {Redis | undefined} */
-    this.probe = undefined;
+    /** @type {LockServers | undefined} set up by {@link run} */
+    this.servers = undefined;
+  }
+
+  get redlock() {
+    return this.masterCount > 1;
+  }
+
+  /** The lock's servers and their probes; only while {@link run} runs. */
+  get lockServers() {
+    if (!this.servers) throw new Error('SafetyChecker: the lock servers are not set up');
+    return this.servers;
   }
 
   /** Runs the whole thing and returns the analysis (it does not throw on violations). */
@@ -142,9 +198,10 @@ export class SafetyChecker {
       );
     }
     const startedAt = Date.now();
-    this.probe = new Redis(this.redis.url, { maxRetriesPerRequest: 2, lazyConnect: true });
-    this.probe.on('error', () => undefined);
     try {
+      this.servers = this.redis
+        ? LockServers.single(this.redis)
+        : await LockServers.redlock(this.masterCount);
       await Promise.all(Array.from({ length: this.workerCount }, () => this.spawnWorker()));
       this.log(`${this.workerCount} workers up after ${Date.now() - startedAt} ms`);
       await this.nemesis();
@@ -152,8 +209,12 @@ export class SafetyChecker {
     } catch (error) {
       this.violations.push(`checker aborted: ${error instanceof Error ? error.stack : error}`);
     } finally {
-      await this.shutdown();
-      this.probe.disconnect();
+      try {
+        await this.shutdown();
+      } finally {
+        // The RedLock masters go even if the shutdown failed: nobody else would stop them.
+        await this.servers?.close();
+      }
     }
     return analyze(this, Date.now() - startedAt);
   }
@@ -168,7 +229,11 @@ export class SafetyChecker {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       env: {
         ...process.env,
-        CHECKER_REDIS_URL: this.redis.url,
+        // One URL, or the masters' URLs comma-separated for RedLock (empty otherwise, in case
+        // the parent's environment had some).
+        CHECKER_REDIS_URL: this.redlock ? '' : this.lockServers.urls[0],
+        CHECKER_REDIS_URLS: this.redlock ? this.lockServers.urls.join(',') : '',
+        CHECKER_NODE_TIMEOUT: String(this.nodeTimeout),
         CHECKER_KEY: this.key,
         CHECKER_KEY_PREFIX: this.keyPrefix,
         CHECKER_TTL: String(this.ttl),
@@ -219,7 +284,13 @@ export class SafetyChecker {
         const key = `${id}:${message.token}`;
         if (this.sectionList.some((s) => s.token === message.token)) this.duplicateTokens++;
         /** @type {Section} */
-        const section = { worker: id, token: message.token, acquiredSeq: seq, acquiredAt: now };
+        const section = {
+          worker: id,
+          token: message.token,
+          lockToken: message.lockToken,
+          acquiredSeq: seq,
+          acquiredAt: now,
+        };
         this.sections.set(key, section);
         this.sectionList.push(section);
         break;
@@ -285,6 +356,15 @@ export class SafetyChecker {
    * @param {any} message
    */
   serveRead(worker, message) {
+    this.reply(worker, message.requestId, this.readResource(worker, message));
+  }
+
+  /**
+   * The resource's side of a read, without the reply, which a fault may hold back.
+   * @param {WorkerHandle} worker
+   * @param {any} message
+   */
+  readResource(worker, message) {
     const seq = ++this.seq;
     const result = this.resource.read(worker.id, message.token, seq);
     const section = this.section(worker.id, message.token);
@@ -292,8 +372,8 @@ export class SafetyChecker {
       section.readSeq = seq;
       section.readAccepted = result.ok;
     }
-    this.reply(worker, message.requestId, result);
     this.notify();
+    return result;
   }
 
   /**
@@ -397,13 +477,19 @@ export class SafetyChecker {
       token: victim.message.token,
       startSeq: ++this.seq,
       startedAt: Date.now(),
+      losesLock: kind !== 'minority',
       problems: [],
       facts: {},
     };
     this.faults.push(fault);
     if (kind === 'kill') await this.kill(fault, victim.worker);
     else if (kind === 'stop') await this.stop(fault, victim.worker, victim.message);
-    else await this.restartRedis(fault, victim.worker, victim.message);
+    else if (kind === 'restart') await this.restartRedis(fault, victim.worker, victim.message);
+    else {
+      const count =
+        kind === 'majority' ? this.lockServers.quorum : this.masterCount - this.lockServers.quorum;
+      await this.restartMasters(fault, victim.worker, victim.message, count);
+    }
     fault.endSeq = ++this.seq;
     // Nothing hangs: work must go on after every fault.
     const endSeq = fault.endSeq;
@@ -419,7 +505,8 @@ export class SafetyChecker {
 
   /**
    * SIGKILL a holder. Its key must outlive it by its TTL: nobody else may acquire before the
-   * key's expiry as Redis reported it right after the kill.
+   * key's expiry as Redis reported it right after the kill. Under RedLock, before a majority of
+   * the masters has let the holder's copy expire: the quorum-th smallest of their PTTLs.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
    */
@@ -428,16 +515,18 @@ export class SafetyChecker {
     worker.child.kill('SIGKILL');
     const killSeq = this.seq;
     const probeSentAt = Date.now();
-    /** @type {number} */
-    let pttl = -3;
-    try {
-      pttl = await /** @type {Redis} */ (this.probe).pttl(this.keyPrefix + this.key);
-    } catch {
-      // Unknown; the check below then only asks for a takeover.
+    const copies = await this.lockServers.probe(this.keyPrefix + this.key);
+    const freeAfter = this.lockServers.majorityFreeAfter(
+      copies,
+      this.section(worker.id, fault.token)?.lockToken,
+    );
+    // Redis computed each PTTL at or after probeSentAt (same machine, same clock). No copy
+    // left (or none reached) leaves no bound; the check below then only asks for a takeover.
+    const expiresNoEarlierThan = freeAfter > 0 ? probeSentAt + freeAfter : undefined;
+    fault.facts.pttlsAfterKill = copies.map((copy) => copy.pttl);
+    if (expiresNoEarlierThan !== undefined) {
+      fault.facts.freeBoundMs = expiresNoEarlierThan - fault.startedAt;
     }
-    // Redis computed the PTTL at or after probeSentAt (same machine, same clock).
-    const expiresNoEarlierThan = pttl > 0 ? probeSentAt + pttl : undefined;
-    fault.facts.pttlAfterKill = pttl;
     const replacement = this.spawnWorker().catch((/** @type {unknown} */ error) => {
       fault.problems.push(`replacement worker failed: ${error}`);
     });
@@ -453,7 +542,8 @@ export class SafetyChecker {
       if (expiresNoEarlierThan !== undefined && successor.acquiredAt < expiresNoEarlierThan - 2) {
         fault.problems.push(
           `worker ${successor.worker} acquired ${expiresNoEarlierThan - successor.acquiredAt} ms ` +
-            "before the killed holder's key could have expired",
+            "before the killed holder's key could have expired" +
+            (this.redlock ? ' on a majority of the masters' : ''),
         );
       }
     }
@@ -511,7 +601,7 @@ export class SafetyChecker {
    */
   async restartRedis(fault, worker, read) {
     const before = Date.now();
-    await this.redis.restart();
+    await this.lockServers.servers[0].restart();
     fault.facts.restartMs = Date.now() - before;
     const section = this.section(worker.id, fault.token);
     const told = await this.waitFor(() => section?.lostSeq !== undefined, 4 * this.ttl + 5_000);
@@ -524,6 +614,153 @@ export class SafetyChecker {
       return;
     }
     fault.facts.outcome = section.outcome;
+    if (section.outcome !== 'LockLostError') {
+      fault.problems.push(`the holder's using() ended with ${section.outcome}, not LockLostError`);
+    }
+  }
+
+  /**
+   * RedLock: kill -9 `count` masters drawn at random while a holder is inside, and start them
+   * again empty. Whether the lock survives is decided by where it is: the masters that held the
+   * holder's token just before, less those restarted, must still be a majority.
+   * @param {Fault} fault
+   * @param {WorkerHandle} worker
+   * @param {any} read
+   * @param {number} count
+   */
+  async restartMasters(fault, worker, read, count) {
+    const servers = this.lockServers;
+    const section = this.section(worker.id, fault.token);
+    if (!section) {
+      fault.problems.push('the holder has no recorded section');
+      this.serveRead(worker, read);
+      return;
+    }
+    const copies = await servers.probe(this.keyPrefix + this.key);
+    const holding = copies.flatMap((copy, i) => (copy.holder === section.lockToken ? [i] : []));
+    const restarted = servers.pick(count);
+    const left = holding.filter((i) => !restarted.includes(i)).length;
+    fault.losesLock = left < servers.quorum;
+    Object.assign(fault.facts, { holdingBefore: holding.length, holdingAfter: left, restarted });
+    // A lock about to be lost: its holder's read goes through now, while it still holds the
+    // lock, and the reply is held back (see loseThrough), so that its write comes stale.
+    const readResult = fault.losesLock ? this.readResource(worker, read) : undefined;
+    const restart = await servers.restart(restarted);
+    fault.facts.restartMs = restart.tookMs;
+    if (readResult) {
+      await this.loseThrough(fault, worker, section, read, readResult, restart.deadAt);
+    } else {
+      await this.keepThrough(fault, worker, section, read, left);
+    }
+  }
+
+  /**
+   * The lock is still on a majority: it must stay its holder's. The holder is kept inside for
+   * 3 TTLs (its read held back), so that several renewals have to succeed on the survivors;
+   * nobody else may acquire meanwhile; then its read and write must go in as usual.
+   * @param {Fault} fault
+   * @param {WorkerHandle} worker
+   * @param {Section} section
+   * @param {any} read
+   * @param {number} left masters that still hold the lock
+   */
+  async keepThrough(fault, worker, section, read, left) {
+    // Any acquisition after the holder's and before its write happened while it held the lock:
+    // the holder releases only after its write was answered, so a successor's acquisition
+    // reaches the checker after that write. (Its read and write cannot show such an intruder:
+    // the intruder would be done before the holder's read is even served.)
+    const from = this.sectionList.indexOf(section) + 1;
+    const intruder = () =>
+      this.sectionList
+        .slice(from)
+        .find(
+          (s) =>
+            s.worker !== worker.id &&
+            s.acquiredSeq < (section.writeSeq ?? section.releasedSeq ?? Infinity),
+        );
+    const heldAt = Date.now();
+    await this.waitFor(
+      () => section.lostSeq !== undefined || intruder() !== undefined,
+      3 * this.ttl,
+    );
+    fault.facts.heldMs = Date.now() - heldAt;
+    this.serveRead(worker, read);
+    const settled = await this.waitFor(() => section.releasedSeq !== undefined, 15_000);
+    const other = intruder();
+    if (other) {
+      fault.problems.push(
+        `worker ${other.worker} (token ${other.token}) acquired while ${left} of ` +
+          `${this.masterCount} masters still held the lock of worker ${worker.id}`,
+      );
+    }
+    if (section.lostSeq !== undefined) {
+      fault.problems.push(
+        `the holder's signal aborted (${section.lostReason}) though ${left} of ` +
+          `${this.masterCount} masters still held its lock`,
+      );
+    }
+    if (!settled) {
+      fault.problems.push('the holder did not finish its critical section within 15 s');
+      return;
+    }
+    fault.facts.outcome = section.outcome;
+    if (!section.writeAccepted) fault.problems.push("the holder's write was refused");
+    if (section.outcome !== 'ok') {
+      fault.problems.push(`the holder's using() ended with ${section.outcome}, not ok`);
+    }
+    // Kept: told nothing, nobody else in, and its write went in.
+    fault.facts.kept = fault.problems.length === 0;
+  }
+
+  /**
+   * The lock is gone from a majority: the holder must be told, at the latest when its
+   * validity runs out (a TTL after the restarted masters died: no renewal confirmed by a
+   * majority can have been sent later), and its stale write must be refused. Its read went
+   * through before the restart; the reply waits until it was told and a newer holder wrote.
+   * @param {Fault} fault
+   * @param {WorkerHandle} worker
+   * @param {Section} section
+   * @param {any} read
+   * @param {{ ok: boolean, value: number }} readResult
+   * @param {number} deadAt when the restarted masters were all dead
+   */
+  async loseThrough(fault, worker, section, read, readResult, deadAt) {
+    const newerWrote = () => this.acceptedWriteSince(fault.startSeq, fault.token);
+    await this.waitFor(() => section.lostSeq !== undefined && newerWrote(), 20_000);
+    if (section.lostAt === undefined) {
+      fault.problems.push("the holder's signal was not aborted within 20 s of losing its lock");
+    } else {
+      const toldMs = section.lostAt - deadAt;
+      fault.facts.toldMs = toldMs;
+      fault.facts.lostReason = section.lostReason;
+      if (toldMs > this.ttl + TOLD_SLACK_MS) {
+        fault.problems.push(
+          `the holder was told ${toldMs} ms after its lock was lost, past its validity ` +
+            `(ttl ${this.ttl} ms + ${TOLD_SLACK_MS} ms slack)`,
+        );
+      }
+    }
+    if (!newerWrote()) fault.problems.push('no newer holder wrote within 20 s');
+    // Whether the holder heard of its loss before anybody else had the lock, or only after:
+    // the latter is RedLock's known window (a majority forgot), closed by the fencing token.
+    const next = this.sectionList.find(
+      (s) => s.acquiredSeq > section.acquiredSeq && s.worker !== worker.id,
+    );
+    if (next) {
+      fault.facts.nextAcquiredMs = next.acquiredAt - deadAt;
+      fault.facts.toldBeforeNext =
+        section.lostSeq !== undefined && section.lostSeq < next.acquiredSeq;
+    }
+    this.reply(worker, read.requestId, readResult);
+    const settled = await this.waitFor(() => section.releasedSeq !== undefined, 15_000);
+    if (!settled) {
+      fault.problems.push('the holder did not finish its critical section within 15 s');
+      return;
+    }
+    fault.facts.outcome = section.outcome;
+    fault.facts.signalAbortedAtWrite = section.signalAbortedAtWrite;
+    fault.facts.staleWriteRefused = section.writeSeq !== undefined && !section.writeAccepted;
+    if (section.writeAccepted) fault.problems.push("the holder's stale write was accepted");
     if (section.outcome !== 'LockLostError') {
       fault.problems.push(`the holder's using() ended with ${section.outcome}, not LockLostError`);
     }

@@ -13,7 +13,9 @@
  * child processes cannot run TypeScript through ts-jest.
  *
  * Configuration comes in the environment: CHECKER_REDIS_URL, CHECKER_KEY,
- * CHECKER_KEY_PREFIX, CHECKER_TTL, CHECKER_WAIT_TIMEOUT, CHECKER_COMMAND_TIMEOUT.
+ * CHECKER_KEY_PREFIX, CHECKER_TTL, CHECKER_WAIT_TIMEOUT, CHECKER_COMMAND_TIMEOUT; for RedLock,
+ * CHECKER_REDIS_URLS (the masters, comma-separated) and CHECKER_NODE_TIMEOUT instead of the
+ * URL and the command timeout.
  */
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
@@ -23,6 +25,7 @@ import { LockModule, LockService } from 'nestjs-redis-lock';
 const env = process.env;
 const key = env.CHECKER_KEY ?? 'checker';
 const ttl = Number(env.CHECKER_TTL ?? 400);
+const masters = env.CHECKER_REDIS_URLS ? env.CHECKER_REDIS_URLS.split(',') : undefined;
 
 /** @param {Record<string, unknown>} message */
 function send(message) {
@@ -72,11 +75,14 @@ class CheckerWorkerModule {}
 Module({
   imports: [
     LockModule.forRoot({
-      redis: env.CHECKER_REDIS_URL,
+      redis: masters ?? env.CHECKER_REDIS_URL,
       keyPrefix: env.CHECKER_KEY_PREFIX ?? 'lock:',
       ttl,
       waitTimeout: Number(env.CHECKER_WAIT_TIMEOUT ?? 5000),
-      commandTimeout: Number(env.CHECKER_COMMAND_TIMEOUT ?? 1000),
+      // RedLock bounds each master by nodeTimeout and refuses commandTimeout at boot.
+      ...(masters
+        ? { nodeTimeout: Number(env.CHECKER_NODE_TIMEOUT ?? 100) }
+        : { commandTimeout: Number(env.CHECKER_COMMAND_TIMEOUT ?? 1000) }),
     }),
   ],
 })(CheckerWorkerModule);
@@ -97,7 +103,9 @@ while (!stopping) {
     await locks.using(key, async (lock) => {
       fencingToken = lock.fencingToken;
       const token = lock.fencingToken;
-      send({ type: 'acquired', token });
+      // The lock's own token too: it is what the lock key holds in Redis, which the checker
+      // reads to see on which masters the lock is.
+      send({ type: 'acquired', token, lockToken: lock.token });
       lock.signal.addEventListener(
         'abort',
         () => send({ type: 'lost', token, reason: String(lock.signal.reason?.reason ?? '') }),
