@@ -342,8 +342,7 @@ function resolveRedis(value: unknown): ResolvedRedis {
   if (value === undefined) return { topology: 'single', config: DEFAULT_REDIS_URL };
   if (Array.isArray(value)) return { topology: 'redlock', nodes: resolveRedlockNodes(value) };
   if (isClusterClient(value)) return { topology: 'cluster', config: checkClusterPrefix(value) };
-  // A client has a `cluster` method (the CLUSTER command): only plain objects are configs.
-  if (isRecord(value) && !isRedisClient(value) && 'cluster' in value) {
+  if (isClusterConfig(value)) {
     if (!Array.isArray(value.cluster) || value.cluster.length === 0) {
       throw new LockOptionsError('redis.cluster', value.cluster, 'a non-empty array of nodes');
     }
@@ -365,7 +364,7 @@ function resolveRedis(value: unknown): ResolvedRedis {
 function resolveServer(name: string, value: unknown): RedisServerConfig {
   const master = name !== 'redis';
   if (typeof value === 'string') return checkUrl(name, value);
-  if (master && (isClusterClient(value) || (isRecord(value) && 'cluster' in value))) {
+  if (master && (isClusterClient(value) || isClusterConfig(value))) {
     throw new LockOptionsError(name, value, 'a single Redis master here, not a Cluster');
   }
   if (isRedisClient(value)) return value as Redis;
@@ -480,6 +479,11 @@ export function addressOf(config: RedisServerConfig): string {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `{ cluster: … }`; a client has a `cluster` method too (the CLUSTER command), so not that. */
+function isClusterConfig(value: unknown): value is Record<string, unknown> {
+  return isRecord(value) && !isRedisClient(value) && 'cluster' in value;
 }
 
 function isClusterClient(value: unknown): value is Cluster {

@@ -262,6 +262,19 @@ describe('RedLock over 5 masters', () => {
     await second.release();
   });
 
+  it('takes ioredis clients as masters, and leaves them open', async () => {
+    const clients = masters.map((master) => new Redis(master.url));
+    try {
+      const app = await boot({ redis: clients });
+      const lock = await app.locks.acquire('clients');
+      expect(await settlesOn(lock, 5)).toBe(true);
+      await app.close();
+      expect(clients.map((client) => client.status)).toEqual(Array(5).fill('ready'));
+    } finally {
+      await Promise.all(clients.map((client) => client.quit()));
+    }
+  });
+
   it('refuses writeFenced, which needs a single store', async () => {
     const app = await boot();
     await expect(app.locks.writeFenced('doc:1', 'v', 1)).rejects.toBeInstanceOf(LockError);
