@@ -1,7 +1,10 @@
 /**
  * `npm run bench`: this library against the locks a user would pick instead, and against the
- * floor of what any Redis lock must do, on one Redis, in one process run. Progress goes to
- * stderr, the markdown report to stdout, every figure to bench/results/latest.json.
+ * floor of what any Redis lock must do, on one Redis, in one process run; then RedLock (this
+ * library and the `redlock` package over 3 and 5 masters, against one of those masters alone)
+ * on throwaway masters the benchmark starts for it, and this library's `waitForReplicas` on a
+ * throwaway master with one replica. Progress goes to stderr, the markdown
+ * report to stdout, every figure to bench/results/latest.json.
  *
  * Exits 1 only when something is broken (a crash, lost updates, overlapping holders); a missed
  * performance target is a FAIL line in the report, not an error.
@@ -17,7 +20,8 @@ import { ThisLibraryAdapter } from './adapters/this-library.js';
 import type { LockAdapter } from './adapters/types.js';
 import { CONFIG } from './config.js';
 import { machineInfo } from './machine.js';
-import { BenchClients, startRedis, type BenchRedis } from './redis/server.js';
+import { BenchClients, startRedis } from './redis/server.js';
+import { killAllServers, serversStarting, startsSettled } from './redis/throwaway.js';
 import { formatReport } from './report.js';
 import type { BenchResults } from './results.js';
 import { now, round, sleep } from './stats.js';
@@ -26,6 +30,8 @@ import { burstRound, runBurst } from './workloads/burst.js';
 import { contendedRound, runContended } from './workloads/contended.js';
 import { runDecorator } from './workloads/decorator.js';
 import { runHeldLocks } from './workloads/held-locks.js';
+import { runRedlock } from './workloads/redlock.js';
+import { runReplicas } from './workloads/replicas.js';
 import { runParallel, runUncontended, throughputRound } from './workloads/throughput.js';
 
 const RESULTS_DIR = fileURLToPath(new URL('../../bench/results/', import.meta.url));
@@ -36,12 +42,11 @@ const progress = (message: string) =>
 
 /** Everything that must be closed at the end, last opened first. */
 const cleanups: (() => Promise<void>)[] = [];
-let redis: BenchRedis | undefined;
 
 async function main(): Promise<number> {
   const startedAt = new Date().toISOString();
-  redis = await startRedis();
-  cleanups.push(() => redis!.stop());
+  const redis = await startRedis();
+  cleanups.push(() => redis.stop());
   progress(`Redis at ${redis.external ? 'REDIS_URL' : redis.url}`);
   const clients = new BenchClients(redis.url);
   await clients.connect();
@@ -110,6 +115,12 @@ async function main(): Promise<number> {
   const burst = await runBurst(burstSet, clients, rttMs);
   progress('7. Decorator overhead');
   const decorator = await runDecorator(library);
+  // On servers of its own, which it starts and stops: before workload 6, which must come last.
+  const redlockRun = await runRedlock(progress, redis.external);
+  if ('skipped' in redlockRun) progress(`8. RedLock skipped: ${redlockRun.skipped}`);
+  // Also on servers of its own (a master and its replica), for the same reason.
+  const replicasRun = await runReplicas(progress, redis.external);
+  if ('skipped' in replicasRun) progress(`9. waitForReplicas skipped: ${replicasRun.skipped}`);
   // Last: it leaves the most garbage and thousands of keys behind.
   progress(`6. Held-lock scale (${CONFIG.held.locks} locks)`);
   const held = await runHeldLocks(library, floor, clients);
@@ -132,10 +143,15 @@ async function main(): Promise<number> {
     burst: byId(burst),
     decorator,
     held,
+    redlock: redlockRun,
+    replicas: replicasRun,
   };
   const violations = [
     ...Object.entries(partial.contended).map(([id, c]) => [id, 'contended', c] as const),
     ...Object.entries(partial.burst).map(([id, b]) => [id, 'burst', b] as const),
+    ...Object.entries('skipped' in redlockRun ? {} : redlockRun.contended).map(
+      ([id, c]) => [id, 'RedLock contended', c] as const,
+    ),
   ]
     .filter(([, , res]) => ('lostUpdates' in res && res.lostUpdates > 0) || res.overlaps > 0)
     .map(
@@ -180,10 +196,14 @@ async function closeAll(): Promise<void> {
   }
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.once(signal, () => {
-    redis?.kill();
-    process.exit(130);
+    // Every redis-server of ours at once (the single one and workload 8's and 9's masters).
+    killAllServers();
+    // One still starting is handed out only once it answers: wait for it (at most its 5 s PONG
+    // deadline) so that it is killed too, instead of outliving us in its own process group.
+    if (serversStarting()) void startsSettled().finally(() => process.exit(130));
+    else process.exit(130);
   });
 }
 

@@ -39,6 +39,34 @@ export const CONFIG = {
   },
   /** Workload 7: rounds in which the two variants alternate call by call; median round kept. */
   decorator: { rounds: quick ? 3 : 9, roundMs: quick ? 300 : 1_000 },
+  /**
+   * Workload 8, RedLock: this library and the `redlock` package on 1, 3 and 5 independent
+   * masters that the benchmark starts. About 30 s in all: the uncontended rounds interleave
+   * six implementations (6 × rounds × roundMs), the contended rounds run each in turn, and
+   * `redlock` polls every 200 ± 100 ms there.
+   */
+  redlock: {
+    /** RedLock sizes measured; the largest is how many masters are started. */
+    masters: [3, 5],
+    warmupMs: quick ? 100 : 200,
+    uncontended: { rounds: quick ? 1 : 5, roundMs: quick ? 200 : 450 },
+    contended: { rounds: quick ? 1 : 3, workers: 8, sections: 25 },
+  },
+  /**
+   * Workload 9, what `waitForReplicas` costs: this library on a master with one replica (both
+   * started by the benchmark), with and without WAIT after each acquisition. About 10 s: two
+   * implementations interleaved (2 × rounds × roundMs) alone, then with concurrent callers.
+   */
+  replicas: {
+    /** The option as measured: one replica, and a timeout far above a loopback ack. */
+    waitForReplicas: { replicas: 1, timeout: 100 },
+    warmupMs: quick ? 100 : 300,
+    uncontended: { rounds: quick ? 1 : 5, roundMs: quick ? 200 : 450 },
+    /** Callers on distinct keys, so that WAITs can be shared but no lock is ever waited for. */
+    concurrent: { callers: 16, rounds: quick ? 1 : 5, roundMs: quick ? 200 : 400 },
+    /** Longest wait for the replica's first sync. */
+    syncTimeoutMs: 10_000,
+  },
   /** PING round trips sampled for the burst's ideal. */
   rttSamples: 100,
   /** Pause before reading INFO after a workload, so late replies and UNSUBSCRIBEs land in it. */

@@ -1,4 +1,5 @@
 import type { BenchResults } from './results.js';
+import { WITH_WAIT, WITHOUT_WAIT } from './workloads/replicas.js';
 
 const int = (value: number) =>
   Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : String(value);
@@ -222,14 +223,22 @@ export function formatReport(r: BenchResults): string {
     ),
   );
 
+  out.push(redlockSection(r));
+  out.push(replicasSection(r));
+
+  // Workload 8's single-node variants wait as the main ones do: listed once.
+  const redlockImplementations =
+    'skipped' in r.redlock ? [] : r.redlock.implementations.filter((i) => i.masters > 1);
   out.push(
     '### How each implementation waits\n\n' +
-      r.implementations.map((i) => `- ${i.name}: ${i.waiting}`).join('\n') +
+      [...r.implementations, ...redlockImplementations]
+        .map((i) => `- ${i.name}: ${i.waiting}`)
+        .join('\n') +
       '\n',
   );
 
   out.push(
-    '### Targets (issue #5), judged on this run\n\n' +
+    '### Targets (issue #5; RedLock: workload 8; waitForReplicas: workload 9), judged on this run\n\n' +
       table(
         ['Target', 'Measured', 'Result'],
         r.checklist.map((check) => [check.target, check.measured, check.pass ? 'PASS' : 'FAIL']),
@@ -242,4 +251,168 @@ export function formatReport(r: BenchResults): string {
       '\n',
   );
   return out.join('\n');
+}
+
+/** Workload 8: RedLock over 3 and 5 masters, this library and the `redlock` package. */
+function redlockSection(r: BenchResults): string {
+  const title =
+    '### 8. RedLock: this library and the `redlock` package over 1, 3 and 5 masters\n\n';
+  if ('skipped' in r.redlock) return `${title}Not run: ${r.redlock.skipped}.\n`;
+  const rl = r.redlock;
+  const cfg = r.config.redlock;
+  const names = new Map(rl.implementations.map((i) => [i.id, i]));
+  const name = (id: string) =>
+    names.get(id)!.kind === 'library' ? `**${names.get(id)!.name}**` : names.get(id)!.name;
+  // Each implementation against the same lock on a single node (its `:1` variant).
+  const single = (id: string) =>
+    rl.implementations.find((i) => i.kind === names.get(id)!.kind && i.masters === 1)!.id;
+  const p50 = (id: string) => rl.uncontended[id].latencyMs?.p50 ?? NaN;
+  const masters =
+    `${rl.masters.count} throwaway redis-servers (Redis ${rl.masters.redis}, loopback, nothing ` +
+    `saved), started for this workload and stopped after it` +
+    (rl.masters.besideRedisUrl ? ', although REDIS_URL was set (it gives only one server)' : '') +
+    '. "1 master" is the first of them alone; RedLock-3 uses the first 3. This library runs with ' +
+    'its RedLock defaults (not fair, nodeTimeout 250 ms, watchdog on); `redlock` with one ' +
+    'client per master and its default retry delay.';
+
+  const unc = rl.uncontended;
+  const uncontended = table(
+    [
+      'Implementation',
+      'masters',
+      'median ms',
+      'p99 ms',
+      'ops/s (median round)',
+      '× its median on 1 node',
+      'sent/op',
+      'errors',
+    ],
+    Object.entries(unc).map(([id, res]) => [
+      name(id),
+      String(names.get(id)!.masters),
+      ms(p50(id), 3),
+      ms(res.latencyMs?.p99 ?? NaN, 3),
+      int(res.opsPerSec),
+      ratio(p50(id) / p50(single(id))),
+      res.sentCommandsPerOp.toFixed(2),
+      String(res.rounds.reduce((n, x) => n + x.errors, 0)),
+    ]),
+  );
+  const c = cfg.contended;
+  const contended = table(
+    [
+      'Implementation',
+      'masters',
+      'makespan ms',
+      'sections/s',
+      'wait p50 ms',
+      'wait p99 ms',
+      'wait max ms',
+      'lost updates',
+      'timeouts',
+      'Redis cmds/acq',
+      'sent/acq',
+    ],
+    Object.entries(rl.contended).map(([id, res]) => [
+      name(id),
+      String(names.get(id)!.masters),
+      ms(res.makespanMs),
+      int(res.sectionsPerSec),
+      ms(res.waitP50Ms),
+      ms(res.waitP99Ms),
+      ms(res.waitMaxMs),
+      String(res.lostUpdates + (res.overlaps ? ` (${res.overlaps} overlaps)` : '')),
+      String(res.timeouts),
+      res.serverCommandsPerAcquisition.toFixed(2),
+      res.sentCommandsPerAcquisition.toFixed(2),
+    ]),
+  );
+  return (
+    title +
+    `${masters}\n\n` +
+    `**8a. Uncontended**: one caller, acquire + release. ${cfg.uncontended.rounds} rounds; in ` +
+    'each, all six take turns op by op (as in workload 1) for about ' +
+    `${cfg.uncontended.roundMs / 1000} s of their own time. Latency percentiles over every op ` +
+    'of every round.\n\n' +
+    `${uncontended}\n\n` +
+    `**8b. Contended**: ${c.workers} workers × ${c.sections} sections on ONE key, each section ` +
+    `GET counter, ${r.config.contended.workMs} ms timer, SET counter + 1 (the counter on the ` +
+    `first master); ${c.rounds} rounds, makespan = median round, waits pooled. Redis commands ` +
+    'summed over all masters (INFO commandstats, incl. inside scripts), minus the counter’s.' +
+    `\n\n${contended}\n`
+  );
+}
+
+/** Workload 9: this library on a master with one replica, with and without waitForReplicas. */
+function replicasSection(r: BenchResults): string {
+  const title = '### 9. waitForReplicas: the same master with one replica, with and without\n\n';
+  if ('skipped' in r.replicas) return `${title}Not run: ${r.replicas.skipped}.\n`;
+  const w = r.replicas;
+  const cfg = r.config.replicas;
+  const label = (id: string) =>
+    id === WITH_WAIT
+      ? `**waitForReplicas {replicas: ${w.waitForReplicas.replicas}, timeout: ${w.waitForReplicas.timeout}}**`
+      : 'without (default)';
+  const errors = (res: (typeof w.uncontended)[string]) =>
+    String(res.rounds.reduce((n, x) => n + x.errors, 0));
+  const p50 = (id: string) => w.uncontended[id].latencyMs?.p50 ?? NaN;
+  const added = p50(WITH_WAIT) - p50(WITHOUT_WAIT);
+  const uncontended = table(
+    ['Variant', 'median ms', 'p99 ms', 'ops/s (median round)', '× without', 'sent/op', 'errors'],
+    [WITHOUT_WAIT, WITH_WAIT].map((id) => {
+      const res = w.uncontended[id];
+      return [
+        label(id),
+        ms(p50(id), 3),
+        ms(res.latencyMs?.p99 ?? NaN, 3),
+        int(res.opsPerSec),
+        ratio(p50(id) / p50(WITHOUT_WAIT)),
+        res.sentCommandsPerOp.toFixed(2),
+        errors(res),
+      ];
+    }),
+  );
+  const concurrent = table(
+    [
+      'Variant',
+      'ops/s (median round)',
+      '× without',
+      'WAITs/op',
+      'Redis cmds/op',
+      'sent/op',
+      'errors',
+    ],
+    [WITHOUT_WAIT, WITH_WAIT].map((id) => {
+      const res = w.concurrent[id];
+      return [
+        label(id),
+        int(res.opsPerSec),
+        ratio(res.opsPerSec / w.concurrent[WITHOUT_WAIT].opsPerSec),
+        res.waitsPerOp.toFixed(3),
+        cell(res.serverCommandsPerOp),
+        res.sentCommandsPerOp.toFixed(2),
+        errors(res),
+      ];
+    }),
+  );
+  return (
+    title +
+    `Two throwaway redis-servers (Redis ${w.servers.redis}, loopback, nothing saved), the second ` +
+    `made a replica of the first with REPLICAOF (in sync after ${w.servers.syncMs.toFixed(0)} ms, ` +
+    `diskless; link ${w.servers.linkUpAtEnd ? 'still up' : '**down**'} at the end), started for ` +
+    'this workload and stopped after it' +
+    (w.servers.besideRedisUrl ? ', although REDIS_URL was set' : '') +
+    '. Both variants are this library with its defaults on the master; one adds WAIT after ' +
+    'each acquisition. For scale, on a connection of the benchmark’s own: a bare SET takes ' +
+    `${ms(w.bare.setMs, 3)} ms and the WAIT right after it ${ms(w.bare.waitMs, 3)} ms (medians).\n\n` +
+    `**9a. Uncontended**: one caller, acquire + release; ${cfg.uncontended.rounds} rounds in ` +
+    'which the two take turns op by op (as in workload 1) for about ' +
+    `${cfg.uncontended.roundMs / 1000} s of their own time. Latency percentiles over every op of ` +
+    `every round. The option adds ${ms(added, 3)} ms to the median (a bare WAIT: ` +
+    `${ms(w.bare.waitMs, 3)} ms).\n\n${uncontended}\n\n` +
+    `**9b. Concurrent**: ${cfg.concurrent.callers} callers, each acquire + release on its own ` +
+    `key; ${cfg.concurrent.rounds} rounds of ${cfg.concurrent.roundMs / 1000} s, the variants in ` +
+    'turn, median round. WAITs/op: WAITs Redis ran per acquire + release (INFO commandstats on ' +
+    `the master); 1 would mean no WAIT is shared.\n\n${concurrent}\n`
+  );
 }

@@ -5,6 +5,8 @@ import type { BurstResult } from './workloads/burst.js';
 import type { ContendedResult } from './workloads/contended.js';
 import type { DecoratorResult } from './workloads/decorator.js';
 import type { HeldResult } from './workloads/held-locks.js';
+import type { RedlockResults, RedlockSkipped } from './workloads/redlock.js';
+import type { ReplicasResults, ReplicasSkipped } from './workloads/replicas.js';
 import type { ThroughputResult } from './workloads/throughput.js';
 
 export interface ImplementationInfo {
@@ -36,6 +38,10 @@ export interface BenchResults {
   burst: Record<string, BurstResult>;
   decorator: DecoratorResult;
   held: HeldResult;
+  /** Workload 8, on masters of its own; `skipped` when it could not run. */
+  redlock: RedlockResults | RedlockSkipped;
+  /** Workload 9, `waitForReplicas`, on a master and replica of its own; `skipped` likewise. */
+  replicas: ReplicasResults | ReplicasSkipped;
   checklist: Check[];
   /** Mutual-exclusion violations (lost updates, overlaps): these make the run exit 1. */
   violations: string[];

@@ -1,5 +1,7 @@
 import type { BenchResults } from './results.js';
 import { round } from './stats.js';
+import { redlockId, type RedlockResults } from './workloads/redlock.js';
+import { WITH_WAIT, WITHOUT_WAIT, type ReplicasResults } from './workloads/replicas.js';
 
 /** One of the issue's targets, as measured in this run. */
 export interface Check {
@@ -111,6 +113,125 @@ export function checklist(r: Omit<BenchResults, 'checklist' | 'violations'>): Ch
     d.overheadPct / 100,
     `${d.overheadPct.toFixed(1)} % (${d.decoratorOpsPerSec.toFixed(0)} vs ${d.usingOpsPerSec.toFixed(0)} ops/s)`,
     d.overheadPct <= 5,
+  );
+  if (!('skipped' in r.redlock)) checks.push(...redlockChecklist(r.redlock));
+  if (!('skipped' in r.replicas)) checks.push(...replicasChecklist(r.replicas));
+  return checks;
+}
+
+/**
+ * Workload 8's targets. Every one is a ratio between implementations measured in the same
+ * interleaved rounds on the same masters, never a wall-clock threshold, so that a slower or
+ * busier machine moves both sides alike. Where the thresholds come from:
+ * - RedLock against one node: this library's RedLock acquisition is two sequential round trips
+ *   (acquire on every master, then the fencing token written back to the majority) and its
+ *   release one, against one and one on a single node: 1.5× in round trips alone. On top of
+ *   that, every phase waits for the majority's slowest answer from N busy processes on a small
+ *   machine: 2× allowed for 3 masters, 2.5× for 5.
+ * - Against the `redlock` package on the same masters: it does one round trip to acquire and
+ *   one to release, and has no fencing token; 1.5× (the extra round trip) is what the design
+ *   costs, anything beyond is per-operation overhead.
+ * - Under contention: zero lost updates, as everywhere; throughput never below the package's
+ *   (which polls every 200 ± 100 ms instead of waiting for a release); and waiting, which
+ *   should cost nothing until a release wakes the caller, at most 1.25× the commands per
+ *   acquisition that an uncontended acquire + release sends.
+ */
+export function redlockChecklist(r: RedlockResults): Check[] {
+  const checks: Check[] = [];
+  const add = (target: string, ratio: number, measured: string, pass: boolean) =>
+    checks.push({ target, ratio: round(ratio, 3), measured, pass });
+  const lib = (n: number) => redlockId('library', n);
+  const peer = (n: number) => redlockId('peer', n);
+  const p50 = (id: string) => r.uncontended[id].latencyMs!.p50;
+  const ms = (value: number) => `${value.toFixed(3)} ms`;
+  const sizes = r.implementations.filter((i) => i.kind === 'library' && i.masters > 1);
+
+  for (const { masters: n } of sizes) {
+    const limit = n <= 3 ? 2 : 2.5;
+    const vsOne = p50(lib(n)) / p50(lib(1));
+    add(
+      `RedLock-${n} uncontended median latency ≤ ${limit}× single node`,
+      vsOne,
+      `${x(vsOne)} (${ms(p50(lib(n)))} vs ${ms(p50(lib(1)))} on one of the masters alone)`,
+      vsOne <= limit,
+    );
+  }
+  for (const { masters: n } of sizes) {
+    const vsPeer = p50(lib(n)) / p50(peer(n));
+    add(
+      `RedLock-${n} uncontended median latency ≤ 1.5× redlock package's with ${n} clients`,
+      vsPeer,
+      `${x(vsPeer)} (${ms(p50(lib(n)))} vs ${ms(p50(peer(n)))})`,
+      vsPeer <= 1.5,
+    );
+  }
+  for (const { masters: n } of sizes) {
+    const c = r.contended[lib(n)];
+    add(
+      `RedLock-${n} contended: zero lost updates`,
+      c.lostUpdates,
+      `${c.lostUpdates} lost, ${c.overlaps} overlaps, ${c.timeouts} timeouts, ${c.releaseErrors} release errors over ${c.rounds.length} rounds`,
+      c.lostUpdates === 0 && c.overlaps === 0,
+    );
+  }
+  for (const { masters: n } of sizes) {
+    const ours = r.contended[lib(n)].sectionsPerSec;
+    const theirs = r.contended[peer(n)].sectionsPerSec;
+    add(
+      `RedLock-${n} contended throughput ≥ 1× redlock package's with ${n} clients`,
+      ours / theirs,
+      `${x(ours / theirs)} (${ours.toFixed(0)} vs ${theirs.toFixed(0)} sections/s)`,
+      ours / theirs >= 1,
+    );
+  }
+  for (const { masters: n } of sizes) {
+    const contended = r.contended[lib(n)].sentCommandsPerAcquisition;
+    const alone = r.uncontended[lib(n)].sentCommandsPerOp;
+    add(
+      `RedLock-${n} contended: commands sent per acquisition ≤ 1.25× uncontended`,
+      contended / alone,
+      `${x(contended / alone)} (${contended.toFixed(2)} vs ${alone.toFixed(2)} per acquire + release)`,
+      contended / alone <= 1.25,
+    );
+  }
+  return checks;
+}
+
+/**
+ * Workload 9's targets, again ratios within the run (same master, interleaved rounds). Where
+ * the thresholds come from, before any run:
+ * - Latency: without the option an uncontended acquire + release is two round trips (the
+ *   acquire script, the release script). With it, the acquisition is followed by a WAIT, which
+ *   is one more client round trip, and inside it the master asks the replica for its offset
+ *   (REPLCONF GETACK) and waits for the ACK: a master-replica round trip on the same loopback,
+ *   about one more. About four round trips against two: 2×. The replica is a third process on
+ *   the machine that must be woken for every WAIT, so 25 % on top of that: ≤ 2.5×. Beyond
+ *   that, the library would be adding work of its own around the WAIT.
+ * - Sharing: WAIT blocks the connection it runs on, so concurrent acquisitions share one (those
+ *   made while one is under way share the next). Without sharing there would be exactly one
+ *   WAIT per acquisition; ≤ 0.5 means that on average at least two acquisitions share each,
+ *   the least that shows the sharing works. 16 callers leave far more room than that, so this
+ *   fails only if sharing is broken, not on a slow machine.
+ */
+export function replicasChecklist(r: ReplicasResults): Check[] {
+  const checks: Check[] = [];
+  const add = (target: string, ratio: number, measured: string, pass: boolean) =>
+    checks.push({ target, ratio: round(ratio, 3), measured, pass });
+  const { replicas, timeout } = r.waitForReplicas;
+  const p50 = (id: string) => r.uncontended[id].latencyMs!.p50;
+  const vsWithout = p50(WITH_WAIT) / p50(WITHOUT_WAIT);
+  add(
+    `waitForReplicas {replicas: ${replicas}, timeout: ${timeout}}: uncontended acquire + release median ≤ 2.5× without`,
+    vsWithout,
+    `${x(vsWithout)} (${p50(WITH_WAIT).toFixed(3)} vs ${p50(WITHOUT_WAIT).toFixed(3)} ms; bare WAIT ${r.bare.waitMs.toFixed(3)} ms, SET ${r.bare.setMs.toFixed(3)} ms)`,
+    vsWithout <= 2.5,
+  );
+  const shared = r.concurrent[WITH_WAIT];
+  add(
+    `waitForReplicas, ${shared.callers} concurrent callers: ≤ 0.5 WAITs per acquisition (shared)`,
+    shared.waitsPerOp / 0.5,
+    `${shared.waitsPerOp.toFixed(3)} WAITs per acquisition (${shared.opsPerSec.toFixed(0)} vs ${r.concurrent[WITHOUT_WAIT].opsPerSec.toFixed(0)} ops/s without)`,
+    shared.waitsPerOp <= 0.5,
   );
   return checks;
 }

@@ -22,42 +22,61 @@ type RedlockLock = Awaited<ReturnType<RedlockLike['acquire']>>;
 const FLAVOURS = {
   redlock: {
     pkg: 'redlock',
-    make: (client: Redis, options: object) => new Redlock([client], options),
+    make: (clients: Redis[], options: object) => new Redlock(clients, options),
   },
   'sesame-redlock': {
     pkg: '@sesamecare-oss/redlock',
-    make: (client: Redis, options: object) => new SesameRedlock([client], options),
+    make: (clients: Redis[], options: object) => new SesameRedlock(clients, options),
   },
-} satisfies Record<string, { pkg: string; make(client: Redis, options: object): RedlockLike }>;
+} satisfies Record<string, { pkg: string; make(clients: Redis[], options: object): RedlockLike }>;
+
+type Flavour = keyof typeof FLAVOURS;
 
 /**
  * `redlock` 5, or its maintained fork `@sesamecare-oss/redlock`, with one Redis client as their
- * READMEs set it up. Their only way to wait is to retry; the retry count is raised so that they
- * keep trying for about `CONFIG.waitMs`, and the delay and jitter stay at their defaults.
+ * READMEs set it up, or with one client per independent master (the RedLock algorithm, which
+ * is what these packages are for). Their only way to wait is to retry; the retry count is
+ * raised so that they keep trying for about `CONFIG.waitMs`, and the delay and jitter stay at
+ * their defaults.
  */
 export class RedlockAdapter implements LockAdapter<RedlockLock> {
   readonly waiting: string;
 
   private constructor(
-    readonly id: keyof typeof FLAVOURS,
+    readonly id: string,
     readonly name: string,
     readonly counter: CommandCounter,
-    private readonly client: Redis,
+    private readonly clients: Redis[],
     private readonly redlock: RedlockLike,
   ) {
     const { retryCount, retryDelay, retryJitter } = redlock.settings;
     this.waiting = `polls: retryCount ${retryCount}, retryDelay ${retryDelay} ± ${retryJitter} ms`;
   }
 
-  static async create(id: keyof typeof FLAVOURS, url: string): Promise<RedlockAdapter> {
-    const { pkg, make } = FLAVOURS[id];
+  /**
+   * With one client on `url`, or one per master in `url` (an array), then under the id `id`.
+   */
+  static async create(
+    flavour: Flavour,
+    url: string | readonly string[],
+    id: string = flavour,
+  ): Promise<RedlockAdapter> {
+    const { pkg, make } = FLAVOURS[flavour];
     const counter = new CommandCounter();
-    const client = await countedClient(url, counter);
-    const redlock = make(client, { retryCount: Math.ceil(CONFIG.waitMs / RETRY_DELAY) });
+    const urls = typeof url === 'string' ? [url] : url;
+    const clients = await Promise.all(urls.map((u) => countedClient(u, counter)));
+    const redlock = make(clients, { retryCount: Math.ceil(CONFIG.waitMs / RETRY_DELAY) });
     // Every failed attempt ("resource locked") is emitted as an 'error' event; an EventEmitter
     // without an 'error' listener would throw it.
     redlock.on('error', () => undefined);
-    return new RedlockAdapter(id, `${pkg} ${await versionOf(pkg)}`, counter, client, redlock);
+    const name = `${pkg} ${await versionOf(pkg)}`;
+    return new RedlockAdapter(
+      id,
+      typeof url === 'string' ? name : `${name}, ${urls.length} clients`,
+      counter,
+      clients,
+      redlock,
+    );
   }
 
   acquire(key: string, ttl: number): Promise<RedlockLock> {
@@ -69,6 +88,6 @@ export class RedlockAdapter implements LockAdapter<RedlockLock> {
   }
 
   async close(): Promise<void> {
-    await closeClient(this.client);
+    await Promise.all(this.clients.map((client) => closeClient(client)));
   }
 }

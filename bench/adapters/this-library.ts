@@ -30,46 +30,67 @@ class BenchAppModule {}
 
 /**
  * This library as an application uses it: a Nest application context with
- * `LockModule.forRoot`, and `LockService` taken from it. It gets an ioredis client of its own
- * (passed in, so that its commands can be counted; the module duplicates it for its pub/sub
- * subscriber). The module's defaults are kept (watchdog on); ttl and wait are per call.
+ * `LockModule.forRoot`, and `LockService` taken from it. It gets ioredis clients of its own
+ * (passed in, so that their commands can be counted; the module duplicates each for its pub/sub
+ * subscriber). The module's defaults are kept (watchdog on; with RedLock, fair queueing off and
+ * the default nodeTimeout); ttl and wait are per call.
  */
 export class ThisLibraryAdapter implements LockAdapter<Lock> {
-  readonly id = 'nestjs-redis-lock';
-  readonly waiting = 'woken by release message (library default)';
-
   private constructor(
+    readonly id: string,
     readonly name: string,
+    readonly waiting: string,
     readonly counter: CommandCounter,
     private readonly app: INestApplicationContext,
-    private readonly client: Redis,
+    private readonly clients: Redis[],
     readonly locks: LockService,
     readonly decorated: DecoratedService,
   ) {}
 
-  static async create(url: string): Promise<ThisLibraryAdapter> {
+  /**
+   * On one Redis (`url` a string), or as a RedLock over the independent masters `url` lists
+   * (3 or more, which is what makes the module use RedLock), then under the id `id`; with
+   * `waitForReplicas` (one Redis only) as given, else without, the module's default.
+   */
+  static async create(
+    url: string | readonly string[],
+    id = 'nestjs-redis-lock',
+    waitForReplicas?: { replicas: number; timeout: number },
+  ): Promise<ThisLibraryAdapter> {
     const counter = new CommandCounter();
-    const client = await countedClient(url, counter);
+    const urls = typeof url === 'string' ? [url] : url;
+    const clients = await Promise.all(urls.map((u) => countedClient(u, counter)));
+    const redlock = typeof url !== 'string';
     const app = await NestFactory.createApplicationContext(
       {
         module: BenchAppModule,
         imports: [
           LockModule.forRoot({
-            redis: client,
+            redis: redlock ? clients : clients[0],
             keyPrefix: LIBRARY_PREFIX,
             ttl: CONFIG.ttl,
             waitTimeout: CONFIG.waitMs,
+            waitForReplicas,
           }),
         ],
         providers: [DecoratedService],
       },
       { logger: ['error', 'warn'] },
     );
+    const version = await versionOf('nestjs-redis-lock');
     return new ThisLibraryAdapter(
-      `nestjs-redis-lock ${await versionOf('nestjs-redis-lock')}`,
+      id,
+      redlock
+        ? `nestjs-redis-lock ${version}, RedLock on ${urls.length} masters`
+        : waitForReplicas
+          ? `nestjs-redis-lock ${version}, waitForReplicas ${waitForReplicas.replicas} within ${waitForReplicas.timeout} ms`
+          : `nestjs-redis-lock ${version}`,
+      redlock
+        ? 'woken by the release message of any master (RedLock: not fair, the default there)'
+        : 'woken by release message (library default)',
       counter,
       app,
-      client,
+      clients,
       app.get(LockService),
       app.get(DecoratedService),
     );
@@ -85,7 +106,7 @@ export class ThisLibraryAdapter implements LockAdapter<Lock> {
 
   async close(): Promise<void> {
     await this.app.close();
-    // A client passed in is not closed by the module.
-    await closeClient(this.client);
+    // Clients passed in are not closed by the module.
+    await Promise.all(this.clients.map((client) => closeClient(client)));
   }
 }

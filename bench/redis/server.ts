@@ -1,16 +1,15 @@
 import { Redis } from 'ioredis';
-import { redisServerOnPath, ThrowawayRedis } from '../../sample/demo/throwaway-redis.js';
 import { median, now, sleep } from '../stats.js';
 import { CommandCounter, instrument } from './instrument.js';
+import { redisServerOnPath, startServer, stopServer } from './throwaway.js';
 
 /** The Redis the benchmark runs against, and who is responsible for stopping it. */
 export interface BenchRedis {
   url: string;
   /** `REDIS_URL` (someone else's server: other clients may blur the command counts). */
   external: boolean;
+  /** Stops the throwaway server (on a signal, `killAllServers` kills it instead). */
   stop(): Promise<void>;
-  /** Last resort on a signal: kill at once. */
-  kill(): void;
 }
 
 /**
@@ -19,20 +18,15 @@ export interface BenchRedis {
  */
 export async function startRedis(): Promise<BenchRedis> {
   const given = process.env.REDIS_URL;
-  if (given) return { url: given, external: true, stop: async () => {}, kill: () => {} };
+  if (given) return { url: given, external: true, stop: async () => {} };
   if (!redisServerOnPath()) {
     throw new Error(
       'redis-server is not on PATH: install it (e.g. `sudo apt-get install redis-server`) ' +
         'or set REDIS_URL to a Redis the benchmark may use',
     );
   }
-  const server = await ThrowawayRedis.start();
-  return {
-    url: server.url,
-    external: false,
-    stop: () => server.stop(),
-    kill: () => server.killNow(),
-  };
+  const server = await startServer();
+  return { url: server.url, external: false, stop: () => stopServer(server) };
 }
 
 /**
@@ -69,12 +63,7 @@ export class BenchClients {
 
   /** Calls per command name since the server started (Lua-internal calls included). */
   async commandStats(): Promise<Map<string, number>> {
-    const info = await this.admin.info('commandstats');
-    const stats = new Map<string, number>();
-    for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-      stats.set(match[1].toLowerCase(), Number(match[2]));
-    }
-    return stats;
+    return statsOf(this.admin);
   }
 
   /** Median PING round trip in ms, over `samples` sequential PINGs, each after `idleMs`. */
@@ -88,6 +77,56 @@ export class BenchClients {
     }
     return median(times);
   }
+}
+
+/**
+ * The benchmark's connections to the RedLock masters: `admin` and `work` on the first master
+ * (the contended workload's counter lives there), plus an INFO connection to each of the
+ * others. `commandStats` adds up all masters, so that a workload's command counts are those of
+ * the whole RedLock, whichever masters an implementation talks to.
+ */
+export class MastersClients extends BenchClients {
+  private readonly others: Redis[];
+
+  constructor(readonly urls: readonly string[]) {
+    super(urls[0]);
+    this.others = urls.slice(1).map((url) => new Redis(url, { lazyConnect: true }));
+  }
+
+  override async connect(): Promise<void> {
+    await super.connect();
+    try {
+      await Promise.all(this.others.map((client) => connectOrDrop(client)));
+    } catch (error) {
+      throw new Error('Cannot reach a RedLock master', { cause: error });
+    }
+  }
+
+  override async close(): Promise<void> {
+    await Promise.all([super.close(), ...this.others.map((client) => closeClient(client))]);
+  }
+
+  override async commandStats(): Promise<Map<string, number>> {
+    const perMaster = await Promise.all([
+      super.commandStats(),
+      ...this.others.map((client) => statsOf(client)),
+    ]);
+    const total = new Map<string, number>();
+    for (const stats of perMaster) {
+      for (const [name, calls] of stats) total.set(name, (total.get(name) ?? 0) + calls);
+    }
+    return total;
+  }
+}
+
+/** Calls per command name since the server started (Lua-internal calls included). */
+async function statsOf(client: Redis): Promise<Map<string, number>> {
+  const info = await client.info('commandstats');
+  const stats = new Map<string, number>();
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    stats.set(match[1].toLowerCase(), Number(match[2]));
+  }
+  return stats;
 }
 
 /** A connected ioredis client whose commands `counter` counts. */

@@ -124,14 +124,18 @@ export async function contendedRound(
 export async function runContended(
   adapters: readonly LockAdapter[],
   clients: BenchClients,
+  sizes: { rounds: number; workers: number; sections: number } = CONFIG.contended,
+  label = 'contended',
 ): Promise<Map<LockAdapter, ContendedResult>> {
+  const { workers, sections } = sizes;
   const rounds = new Map<LockAdapter, ContendedRound[]>(adapters.map((a) => [a, []]));
-  for (let r = 0; r < CONFIG.contended.rounds; r++) {
+  for (let r = 0; r < sizes.rounds; r++) {
     for (const adapter of adapters) {
-      rounds.get(adapter)!.push(await contendedRound(adapter, clients, `contended:r${r}`));
+      rounds
+        .get(adapter)!
+        .push(await contendedRound(adapter, clients, `${label}:r${r}`, workers, sections));
     }
   }
-  const { workers, sections } = CONFIG.contended;
   // One ideal for everyone: the section's work does not depend on the lock around it.
   const sectionMs = median([...rounds.values()].flat().flatMap((r) => r.sectionsMs));
   return new Map(

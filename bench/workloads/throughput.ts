@@ -2,7 +2,7 @@ import type { LockAdapter } from '../adapters/types.js';
 import { CONFIG } from '../config.js';
 import { addCounts, countCommands, type CommandCount } from '../redis/commands.js';
 import type { BenchClients } from '../redis/server.js';
-import { median, now, round } from '../stats.js';
+import { median, now, percentile, round } from '../stats.js';
 
 export interface ThroughputRound {
   ops: number;
@@ -25,6 +25,11 @@ export interface ThroughputResult {
    */
   serverCommandsPerOp?: number;
   commands?: CommandCount;
+  /**
+   * Workload 1 only (one caller, so an op's time is its latency): acquire + release latency
+   * percentiles over every successful op of every round.
+   */
+  latencyMs?: { p50: number; p99: number };
   rounds: ThroughputRound[];
   firstError?: string;
 }
@@ -34,9 +39,16 @@ interface Tally {
   errors: number;
   spentMs: number;
   firstError?: string;
+  /** When kept: the duration of each successful op. */
+  latenciesMs?: number[];
 }
 
-const newTally = (): Tally => ({ ops: 0, errors: 0, spentMs: 0 });
+const newTally = (latencies = false): Tally => ({
+  ops: 0,
+  errors: 0,
+  spentMs: 0,
+  ...(latencies && { latenciesMs: [] }),
+});
 
 /** Acquire + release once; adds the time it took to `into` and counts the op or the error. */
 async function oneOp(adapter: LockAdapter, key: string, into: Tally): Promise<void> {
@@ -45,6 +57,7 @@ async function oneOp(adapter: LockAdapter, key: string, into: Tally): Promise<vo
     const handle = await adapter.acquire(key, CONFIG.ttl, CONFIG.waitMs);
     await adapter.release(handle);
     into.ops++;
+    into.latenciesMs?.push(now() - start);
   } catch (error) {
     into.errors++;
     into.firstError ??= String(error);
@@ -81,6 +94,7 @@ function summarize(
   sent: number,
   commands: CommandCount | undefined,
   firstError: string | undefined,
+  latenciesMs?: number[],
 ): ThroughputResult {
   const ops = own.reduce((n, r) => n + r.ops, 0);
   return {
@@ -88,6 +102,12 @@ function summarize(
     opsPerSec: round(median(own.map((r) => r.opsPerSec))),
     sentCommandsPerOp: round(sent / ops),
     ...(commands && { serverCommandsPerOp: round(commands.server / ops), commands }),
+    ...(latenciesMs && {
+      latencyMs: {
+        p50: round(percentile(latenciesMs, 50), 4),
+        p99: round(percentile(latenciesMs, 99), 4),
+      },
+    }),
     rounds: own.map((r) => ({
       ...r,
       elapsedMs: round(r.elapsedMs),
@@ -109,14 +129,16 @@ function summarize(
 export async function runUncontended(
   adapters: readonly LockAdapter[],
   label: string,
+  sizes: { rounds: number; roundMs: number } = CONFIG.uncontended,
 ): Promise<Map<LockAdapter, ThroughputResult>> {
   const rounds = new Map<LockAdapter, ThroughputRound[]>(adapters.map((a) => [a, []]));
+  const latencies = new Map<LockAdapter, number[]>(adapters.map((a) => [a, []]));
   const sentBefore = new Map(adapters.map((a) => [a, a.counter.sent]));
   const firstErrors = new Map<LockAdapter, string>();
-  for (let r = 0; r < CONFIG.uncontended.rounds; r++) {
-    const tallies = new Map(adapters.map((a) => [a, newTally()]));
+  for (let r = 0; r < sizes.rounds; r++) {
+    const tallies = new Map(adapters.map((a) => [a, newTally(true)]));
     // Each implementation gets about `roundMs` of its own time per round.
-    const until = now() + CONFIG.uncontended.roundMs * adapters.length;
+    const until = now() + sizes.roundMs * adapters.length;
     for (let turn = 0; now() < until; turn++) {
       for (let i = 0; i < adapters.length; i++) {
         const adapter = adapters[(i + turn) % adapters.length];
@@ -124,7 +146,9 @@ export async function runUncontended(
       }
     }
     for (const [adapter, tally] of tallies) {
-      const { ops, errors, spentMs, firstError } = tally;
+      const { ops, errors, spentMs, firstError, latenciesMs = [] } = tally;
+      const pooled = latencies.get(adapter)!;
+      for (const ms of latenciesMs) pooled.push(ms);
       if (firstError && !firstErrors.has(adapter)) firstErrors.set(adapter, firstError);
       rounds.get(adapter)!.push({
         ops,
@@ -143,6 +167,7 @@ export async function runUncontended(
         adapter.counter.sent - sentBefore.get(adapter)!,
         undefined,
         firstErrors.get(adapter),
+        latencies.get(adapter),
       ),
     ]),
   );
@@ -159,11 +184,12 @@ export async function runParallel(
   clients: BenchClients,
   callers: number,
   label: string,
+  sizes: { rounds: number; roundMs: number } = CONFIG.parallel,
 ): Promise<Map<LockAdapter, ThroughputResult>> {
   const rounds = new Map<LockAdapter, ThroughputRound[]>(adapters.map((a) => [a, []]));
   const counts = new Map<LockAdapter, CommandCount[]>(adapters.map((a) => [a, []]));
   const firstErrors = new Map<LockAdapter, string>();
-  for (let r = 0; r < CONFIG.parallel.rounds; r++) {
+  for (let r = 0; r < sizes.rounds; r++) {
     const order = adapters.map((_, i) => adapters[(i + r) % adapters.length]);
     for (const adapter of order) {
       // INFO is read outside the timed loop; nothing is left in flight after it, so no settling.
@@ -173,7 +199,7 @@ export async function runParallel(
       } = await countCommands(
         clients,
         adapter.counter,
-        () => throughputRound(adapter, callers, CONFIG.parallel.roundMs, `${label}:r${r}`),
+        () => throughputRound(adapter, callers, sizes.roundMs, `${label}:r${r}`),
         0,
       );
       if (firstError && !firstErrors.has(adapter)) firstErrors.set(adapter, firstError);
