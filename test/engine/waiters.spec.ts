@@ -1,6 +1,6 @@
 import { RedisServer } from '../support/redis-server.js';
 import { LockNotAcquiredError } from '../../src/index.js';
-import { bootLockApp, rawClient, sleep, type LockApp } from '../support/lock-app.js';
+import { bootLockApp, rawClient, scriptCalls, sleep, type LockApp } from '../support/lock-app.js';
 import type { Redis } from 'ioredis';
 
 describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
@@ -22,10 +22,7 @@ describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
     await server.stop();
   });
 
-  const attempts = async () => {
-    const info = await monitor.info('commandstats');
-    return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
-  };
+  const attempts = () => scriptCalls(monitor);
 
   it('is woken by the release notification, not by polling', async () => {
     const held = await holder.locks.acquire('job', { ttl: 60_000 });

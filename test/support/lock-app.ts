@@ -43,3 +43,11 @@ export const aborted = (lock: Lock) =>
     if (lock.signal.aborted) resolve(lock.signal.reason);
     lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true });
   });
+
+/** How many scripts a Redis has run so far (EVALSHA, and EVAL for a script's first call). */
+export async function scriptCalls(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  const calls = (name: string) =>
+    Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+  return calls('evalsha') + calls('eval');
+}
