@@ -3,6 +3,7 @@ import { newToken } from './lock.token.js';
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { LOCK_OPTIONS, LOCK_STORE, MIN_TTL } from './lock.constants.js';
 import {
+  LockConnectionError,
   LockError,
   LockKeyResolutionError,
   LockLostError,
@@ -338,7 +339,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       this.watchdog.track(lock);
       return lock;
     };
-    if (first.acquired) return hold(first.fencingToken);
+    if (first.acquired) return this.usable(hold(first.fencingToken));
     if (resolved.waitTimeout === 0) {
       if (!throwIfHeld) return undefined;
       throw new LockNotAcquiredError(name, 0, first.pttl >= 0 ? first.pttl : undefined);
@@ -351,18 +352,35 @@ export class LockService implements LockOwner, OnApplicationShutdown {
           deadline: startedAt + resolved.waitTimeout,
           attempt,
           acquired: (fencingToken, handedOver) => {
-            if (!handedOver) return resolve(hold(fencingToken));
+            if (!handedOver) {
+              try {
+                return resolve(this.usable(hold(fencingToken)));
+              } catch (error) {
+                return reject(error);
+              }
+            }
             const lock = hold(fencingToken, refusedAt);
             if (!this.store.confirmsHandovers) return resolve(this.freshen(lock));
             const waitAgain = () =>
-              this.obtain(
-                name,
-                {
-                  ...resolved,
-                  waitTimeout: Math.max(0, startedAt + resolved.waitTimeout - monotonicNow()),
-                },
-                true,
-              ) as Promise<HeldLock>;
+              (
+                this.obtain(
+                  name,
+                  {
+                    ...resolved,
+                    waitTimeout: Math.max(0, startedAt + resolved.waitTimeout - monotonicNow()),
+                  },
+                  true,
+                ) as Promise<HeldLock>
+              ).catch((error: unknown) => {
+                // Report the whole wait, not just its second part.
+                if (!(error instanceof LockNotAcquiredError)) throw error;
+                throw new LockNotAcquiredError(
+                  name,
+                  monotonicNow() - startedAt,
+                  error.retryAfterMs,
+                  error.throttled,
+                );
+              });
             resolve(this.confirmHandover(lock, attempt, hold, waitAgain));
           },
           failed: (error) => {
@@ -412,7 +430,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     }
     // Lost before the caller could start: do not hand it a lock that protects nothing.
     if (!lock.held) throw lock.signal.reason;
-    return lock;
+    return this.usable(lock);
   }
 
   /**
@@ -437,15 +455,35 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       await this.releaseAfterWork(lock);
       throw error;
     }
-    if (result.acquired && result.fencingToken === lock.fencingToken) {
+    // The watchdog may have given the lock up meanwhile (its validity, counted from long
+    // before, ran out during the confirmation): then it is no longer the caller's.
+    const heldWith = result.acquired && lock.held ? result.fencingToken : undefined;
+    if (heldWith === lock.fencingToken) {
       lock.confirmed(sentAt, lock.ttl);
-      return lock;
+      return this.usable(lock);
     }
     this.watchdog.untrack(lock);
     lock.markReleased();
-    if (result.acquired) return hold(result.fencingToken);
+    if (heldWith !== undefined) return this.usable(hold(heldWith));
     await this.store.release(lock.key, lock.token).catch(() => undefined);
     return waitAgain();
+  }
+
+  /**
+   * A lock whose validity ran out before its acquisition was answered (a stall, or a WAIT for
+   * replicas, that outlasted the TTL) may already be someone else's: it is given back, and the
+   * acquisition fails instead of starting work that nothing protects.
+   * @throws LockConnectionError
+   */
+  private usable(lock: HeldLock): HeldLock {
+    if (lock.validUntil > monotonicNow()) return lock;
+    this.watchdog.untrack(lock);
+    lock.markReleased();
+    this.store.release(lock.key, lock.token).catch(() => undefined);
+    throw new LockConnectionError(
+      lock.name,
+      `the lock was granted, but its validity (ttl ${lock.ttl} ms) ran out before the answer came`,
+    );
   }
 
   /**

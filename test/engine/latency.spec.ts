@@ -63,6 +63,17 @@ describe('latency on the path to Redis', () => {
     await next.release();
   });
 
+  it('fails an acquisition whose answer comes after its TTL instead of handing out a stale lock', async () => {
+    await app.locks.isLocked('warm-up');
+    // 60 ms each way: Redis grants a 50 ms lock, which has expired by the time the answer is in.
+    proxy.delay(60);
+    const error = await app.locks.acquire('late', { ttl: 50 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockConnectionError);
+    expect((error as Error).message).toMatch(/validity \(ttl 50 ms\) ran out/);
+    proxy.delay(0);
+    expect(await direct.locks.tryAcquire('late')).not.toBeNull();
+  });
+
   it('keeps a lock through a slow path as long as renewals arrive in time', async () => {
     proxy.delay(20);
     const lock = await app.locks.acquire('slow-but-fine', { ttl: 600 });
