@@ -20,6 +20,9 @@ interface Tally<T> {
   failures: { master: string; error: string }[];
 }
 
+/** The tally when the operation was decided, and a promise of it once every master answered. */
+type Decision<T> = Tally<T> & { complete: Promise<Tally<T>> };
+
 /**
  * RedLock: the same lock, with the same token, on N independent Redis masters. A lock is held
  * when a majority (⌊N/2⌋ + 1) granted it and time is left of its validity (`ttl − elapsed −
@@ -43,6 +46,10 @@ interface Tally<T> {
 export class RedlockLockStore implements LockStore {
   readonly confirmsHandovers = false;
   private readonly quorum: number;
+  /** Tokens with renewals whose masters have not all answered yet, and how many. */
+  private readonly renewing = new Map<string, number>();
+  /** Tokens released meanwhile: their renewals must not put them back (see `repair`). */
+  private readonly released = new Set<string>();
 
   constructor(
     private readonly masters: readonly RedlockMaster[],
@@ -76,11 +83,12 @@ export class RedlockLockStore implements LockStore {
       if (raised.answers.length >= this.quorum && monotonicNow() < validUntil) {
         return { acquired: true, fencingToken };
       }
+      if (raised.failures.length > granted.length - this.quorum) {
+        this.withdraw(key, token);
+        throw this.quorumError(key, 'acquire (fencing floor)', raised);
+      }
     }
-    // Not held: take back what any master granted, also from those that seemed to refuse (a
-    // reply may have been lost). Each master's connection runs the withdrawal after the
-    // attempt, and before any later attempt with the same token.
-    for (const { store } of this.masters) void store.withdraw(key, token).catch(() => undefined);
+    this.withdraw(key, token);
     if (votes.failures.length > this.masters.length - this.quorum) {
       throw this.quorumError(key, 'acquire', votes);
     }
@@ -91,6 +99,7 @@ export class RedlockLockStore implements LockStore {
   }
 
   async release(key: string, token: string): Promise<boolean> {
+    if (this.renewing.has(token)) this.released.add(token);
     return this.decide(key, 'release', (store) => store.release(key, token));
   }
 
@@ -101,6 +110,7 @@ export class RedlockLockStore implements LockStore {
    */
   async renew(entries: readonly RenewalEntry[]): Promise<(boolean | undefined)[]> {
     if (entries.length === 0) return [];
+    for (const { token } of entries) this.renewing.set(token, (this.renewing.get(token) ?? 0) + 1);
     const tally = await this.ask(
       this.masters,
       (store) => store.renew(entries),
@@ -110,10 +120,11 @@ export class RedlockLockStore implements LockStore {
     );
     const answers = tally.answers.map(({ value }) => value);
     const outcomes = entries.map((_, i) => this.outcome(answers, i));
+    // Every master's answer counts for the repair, also those that came after the decision.
+    void tally.complete.then((all) => this.repair(entries, outcomes, all));
     if (outcomes.every((outcome) => outcome === undefined)) {
       throw this.quorumError(entries[0].key, 'renew', tally);
     }
-    this.repair(entries, outcomes, tally);
     return outcomes;
   }
 
@@ -174,12 +185,12 @@ export class RedlockLockStore implements LockStore {
   }
 
   /**
-   * Puts a lock that a majority just confirmed back on the masters that answered it was
-   * missing, where it is free: a lock acquired on a bare majority (a contender held the key
-   * elsewhere) or kept through a master's restart would otherwise be lost with the next
-   * minority of masters. Only after a confirmation, so that a holder that lost its majority
-   * is told, not silently given the lock again. (Should the lock be released while a claim is
-   * on its way, the claimed copy on that one master lives out its TTL, as a late grant does.)
+   * Puts a lock that a majority confirmed back on the masters that answered it was missing,
+   * where it is free: a lock acquired on a bare majority (a contender held the key elsewhere)
+   * or kept through a master's restart would otherwise be lost with the next minority of
+   * masters. Only after a confirmation, so that a holder that lost its majority is told, not
+   * silently given the lock again; and not once the lock was released while the renewal was
+   * on its way (a release sent later follows the claim on each connection).
    */
   private repair(
     entries: readonly RenewalEntry[],
@@ -187,12 +198,29 @@ export class RedlockLockStore implements LockStore {
     tally: Tally<boolean[]>,
   ): void {
     entries.forEach(({ key, token, ttl, fencingToken }, i) => {
-      if (!outcomes[i]) return;
-      for (const { master, value } of tally.answers) {
-        if (!value[i])
-          void master.store.claim(key, token, ttl, fencingToken).catch(() => undefined);
+      if (outcomes[i] && !this.released.has(token)) {
+        for (const { master, value } of tally.answers) {
+          if (!value[i])
+            void master.store.claim(key, token, ttl, fencingToken).catch(() => undefined);
+        }
+      }
+      const renewals = (this.renewing.get(token) ?? 1) - 1;
+      if (renewals > 0) {
+        this.renewing.set(token, renewals);
+      } else {
+        this.renewing.delete(token);
+        this.released.delete(token);
       }
     });
+  }
+
+  /**
+   * Takes back what an attempt that failed may have been granted, on every master, also those
+   * that seemed to refuse (a reply may have been lost). Each master's connection runs the
+   * withdrawal after the attempt, and before any later attempt with the same token.
+   */
+  private withdraw(key: string, token: string): void {
+    for (const { store } of this.masters) void store.withdraw(key, token).catch(() => undefined);
   }
 
   /** A yes/no operation: yes from a majority, no from more than a minority, or an error. */
@@ -232,7 +260,9 @@ export class RedlockLockStore implements LockStore {
     masters: readonly RedlockMaster[],
     call: (store: RedisLockStore) => Promise<T>,
     decided: (answers: T[], failed: number) => boolean,
-  ): Promise<Tally<T>> {
+  ): Promise<Decision<T>> {
+    let completed!: (tally: Tally<T>) => void;
+    const complete = new Promise<Tally<T>>((resolve) => (completed = resolve));
     return new Promise((resolve) => {
       const tally: Tally<T> = { answers: [], failures: [] };
       let pending = masters.length;
@@ -241,8 +271,9 @@ export class RedlockLockStore implements LockStore {
         const values = tally.answers.map(({ value }) => value);
         if (pending === 0 || decided(values, tally.failures.length)) {
           // Copies: answers that come later must not change what the caller reads.
-          resolve({ answers: [...tally.answers], failures: [...tally.failures] });
+          resolve({ answers: [...tally.answers], failures: [...tally.failures], complete });
         }
+        if (pending === 0) completed(tally);
       };
       for (const master of masters) {
         const reply = master.store.reachable

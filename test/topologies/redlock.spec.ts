@@ -10,7 +10,7 @@ import {
 } from '../../src/index.js';
 import { RedisServer } from '../support/redis-server.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { aborted, bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+import { aborted, bootLockApp, scriptCalls, sleep, type LockApp } from '../support/lock-app.js';
 
 /** RedLock over five independent masters, each a redis-server of its own. */
 describe('RedLock over 5 masters', () => {
@@ -156,6 +156,48 @@ describe('RedLock over 5 masters', () => {
     await next.release();
   });
 
+  describe('with one master 30 ms away', () => {
+    let proxy: TcpProxy;
+    let far: Redis;
+
+    beforeEach(async () => {
+      proxy = await TcpProxy.start(masters[4].port);
+      proxy.delay(15);
+      far = raw[4];
+    });
+
+    afterEach(async () => {
+      await Promise.all(apps.splice(0).map((app) => app.close()));
+      await proxy.stop();
+    });
+
+    const bootWithFar = () =>
+      boot({ redis: [...masters.slice(0, 4).map((master) => master.url), proxy.url] });
+
+    it('puts a lock back on a master that answers after the majority has decided', async () => {
+      const app = await bootWithFar();
+      const lock = await app.locks.acquire('late', { ttl: 600 });
+      expect(await settlesOn(lock, 5)).toBe(true);
+      await far.del(lock.key);
+      // The next renewal is decided by the four near masters; the far one's answer comes
+      // later, and still gets the lock back.
+      expect(await settlesOn(lock, 5)).toBe(true);
+      await lock.release();
+    });
+
+    it('does not put a lock back once it was released during the renewal', async () => {
+      const app = await bootWithFar();
+      const lock = await app.locks.acquire('gone', { ttl: 60_000 });
+      expect(await settlesOn(lock, 5)).toBe(true);
+      await far.del(lock.key);
+      const extended = lock.extend();
+      expect(await lock.release()).toBe(true);
+      await extended.catch(() => undefined);
+      await sleep(200);
+      expect(await far.exists(lock.key)).toBe(0);
+    });
+  });
+
   it('is not held up by a stalled master beyond its per-master timeout', async () => {
     const proxy = await TcpProxy.start(masters[2].port);
     try {
@@ -217,8 +259,7 @@ describe('RedLock over 5 masters', () => {
     await Promise.all([masters[3].restart(), masters[4].restart()]);
     await sleep(500);
     const monitor = new Redis(masters[3].url);
-    const attempts = async () =>
-      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await monitor.info('commandstats'))?.[1] ?? 0);
+    const attempts = () => scriptCalls(monitor);
     const before = await attempts();
     await expect(b.locks.acquire('busy', { waitTimeout: 2_000 })).rejects.toBeInstanceOf(
       LockNotAcquiredError,
