@@ -181,9 +181,13 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
     1,
     false,
   );
-  if (redlock && nodeTimeout >= ttl) {
+  if (redlock && nodeTimeout * 2 > ttl) {
     // A majority's answers must come in with validity to spare.
-    throw new LockOptionsError('nodeTimeout', nodeTimeout, `far below the ttl (${ttl} ms)`);
+    throw new LockOptionsError(
+      'nodeTimeout',
+      nodeTimeout,
+      `at most half the ttl (${ttl} ms), and better far below it`,
+    );
   }
   return {
     store,
@@ -196,7 +200,13 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
     commandTimeout,
     nodeTimeout,
     driftFactor: resolveDriftFactor(given.driftFactor),
-    waitForReplicas: resolveWaitForReplicas(given.waitForReplicas, store, redis, commandTimeout),
+    waitForReplicas: resolveWaitForReplicas(
+      given.waitForReplicas,
+      store,
+      redis,
+      commandTimeout,
+      ttl,
+    ),
   };
 }
 
@@ -310,6 +320,7 @@ function resolveWaitForReplicas(
   store: ResolvedLockOptions['store'],
   redis: ResolvedRedis,
   commandTimeout: number,
+  ttl: number,
 ): ResolvedLockOptions['waitForReplicas'] {
   if (value === undefined) return undefined;
   if (store === 'memory' || redis.topology !== 'single') {
@@ -327,12 +338,15 @@ function resolveWaitForReplicas(
   }
   // WAIT's timeout 0 means "forever", which would hang an acquisition with no replica.
   const timeout = checkDuration('waitForReplicas.timeout', given.timeout, 1, false);
-  if (timeout >= commandTimeout) {
-    // Otherwise a WAIT that runs out looks like Redis not answering.
+  // A caller may wait for a WAIT on its way and then for the next one (they are shared): both
+  // must fit in commandTimeout, or a WAIT that runs out looks like Redis not answering. And a
+  // WAIT must not outlast the lock it waits for.
+  const limit = Math.min(Math.floor((commandTimeout - 1) / 2), ttl - 1);
+  if (timeout > limit) {
     throw new LockOptionsError(
       'waitForReplicas.timeout',
       timeout,
-      `less than commandTimeout (${commandTimeout} ms)`,
+      `at most ${limit} ms (below half of commandTimeout, ${commandTimeout} ms, and below the ttl, ${ttl} ms)`,
     );
   }
   return { replicas, timeout };
@@ -365,7 +379,8 @@ function resolveServer(name: string, value: unknown): RedisServerConfig {
   const master = name !== 'redis';
   if (typeof value === 'string') return checkUrl(name, value);
   if (master && (isClusterClient(value) || isClusterConfig(value))) {
-    throw new LockOptionsError(name, value, 'a single Redis master here, not a Cluster');
+    // Not the value itself: its options may hold a password.
+    throw new LockOptionsError(name, 'a Cluster', 'a single Redis master here, not a Cluster');
   }
   if (isRedisClient(value)) return value as Redis;
   if (isRecord(value)) {
@@ -413,14 +428,21 @@ function checkUrl(name: string, value: string): string {
     url = undefined;
   }
   if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || !url.hostname) {
-    throw new LockOptionsError(name, value, 'a URL such as "redis://host:6379/0"');
+    throw new LockOptionsError(name, withoutPassword(value), 'a URL such as "redis://host:6379/0"');
   }
   if (url.pathname.length > 1 && !/^\/\d+$/.test(url.pathname)) {
-    // Errors are logged: the value shown must not carry the password.
-    if (url.password) url.password = '***';
-    throw new LockOptionsError(name, url.href, 'a URL whose path is a database number');
+    throw new LockOptionsError(
+      name,
+      withoutPassword(value),
+      'a URL whose path is a database number',
+    );
   }
   return value;
+}
+
+/** Errors are logged: a URL they show must not carry its password (or anything like one). */
+function withoutPassword(value: string): string {
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, '$1***@');
 }
 
 function checkSentinels(name: string, options: Record<string, unknown>): void {
