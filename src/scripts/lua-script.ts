@@ -9,8 +9,9 @@ const cachedOn = new WeakMap<object, Set<string>>();
 
 /**
  * A Lua script that runs by SHA (EVALSHA). The first call on each connection of a single
- * Redis sends the whole script (EVAL), which runs it and caches it: a restarted server, which
- * has forgotten it, is met by a new connection. Otherwise, a NOSCRIPT answer would need a
+ * Redis, and any call made while the connection is being set up, sends the whole script
+ * (EVAL), which runs it and caches it: a restarted server, which has forgotten it, is met by a
+ * new connection. Otherwise, a NOSCRIPT answer would need a
  * second request, sent after whatever the connection sent meanwhile, and a release sent right
  * after an attempt could then run before it. On a Cluster (one cache per node), and after a
  * SCRIPT FLUSH, NOSCRIPT falls back to EVAL.
@@ -23,13 +24,19 @@ export class LuaScript {
   }
 
   async run(client: Redis | Cluster, keys: string[], args: (string | number)[]): Promise<unknown> {
-    const connection = 'stream' in client ? (client.stream as object | undefined) : undefined;
-    if (connection) {
-      let cached = cachedOn.get(connection);
-      if (!cached) cachedOn.set(connection, (cached = new Set()));
-      if (!cached.has(this.sha)) {
+    if (typeof (client as Partial<Cluster>).nodes !== 'function') {
+      // Only a connection that is up is the one the command goes out on. While ioredis
+      // connects or reconnects, `stream` is missing or still the old socket, and the command
+      // waits for a new one: then the whole script goes.
+      const redis = client as Redis;
+      const connection: object | undefined = redis.status === 'ready' ? redis.stream : undefined;
+      let cached = connection && cachedOn.get(connection);
+      if (!cached?.has(this.sha)) {
         const reply = await client.eval(this.source, keys.length, ...keys, ...args);
-        cached.add(this.sha);
+        if (connection) {
+          if (!cached) cachedOn.set(connection, (cached = new Set()));
+          cached.add(this.sha);
+        }
         return reply;
       }
     }
