@@ -3,7 +3,7 @@ import { LuaScript } from './lua-script.js';
 /**
  * RedLock's writes on single masters beyond the acquisition attempt:
  * - the fencing floor: a lock on N masters carries the highest token its majority issued, and
- *   writing it back to that majority means that any later majority, which shares a master with
+ *   writing it to a majority of masters means that any later majority, which shares a master with
  *   this one, issues a greater token;
  * - a claim: a holder whose lock a majority confirmed also takes it on a master where it is
  *   missing and free (a contender held the key there when the lock was acquired, or the master

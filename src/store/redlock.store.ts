@@ -33,9 +33,9 @@ type Decision<T> = Tally<T> & { complete: Promise<Tally<T>> };
  * also puts the lock back on free masters that lacked it.
  *
  * Fencing tokens: each master issues `max(last + 1, its clock in µs)`. The lock carries the
- * highest token its majority issued, and before the lock counts, that token is written back
- * as a floor to the counters of the masters that granted it (a majority must confirm). Any
- * later holder's majority shares at least one of those masters, which then issues a greater
+ * highest token its majority issued, and before the lock counts, that token is written as a
+ * floor to the key's counter on every master (a majority must confirm). Any later holder's
+ * majority shares at least one of those masters, which then issues a greater
  * token: tokens grow strictly as long as no master forgets its counter (a master restarted
  * empty falls back to its clock, which is enough while its clock is not behind by more than
  * the time since the token was issued).
@@ -75,15 +75,18 @@ export class RedlockLockStore implements LockStore {
       const fencingToken = Math.max(
         ...granted.map(({ value }) => (value.acquired ? value.fencingToken : 0)),
       );
+      // On every master: any majority of them overlaps every later one, and a raised
+      // counter is harmless where the lock was not granted.
       const raised = await this.ask(
-        granted.map(({ master }) => master),
+        this.masters,
         (store) => store.raiseFence(key, fencingToken),
-        (answers, failed) => answers.length >= this.quorum || failed > granted.length - this.quorum,
+        (answers, failed) =>
+          answers.length >= this.quorum || failed > this.masters.length - this.quorum,
       );
       if (raised.answers.length >= this.quorum && monotonicNow() < validUntil) {
         return { acquired: true, fencingToken };
       }
-      if (raised.failures.length > granted.length - this.quorum) {
+      if (raised.failures.length > this.masters.length - this.quorum) {
         this.withdraw(key, token);
         throw this.quorumError(key, 'acquire (fencing floor)', raised);
       }
