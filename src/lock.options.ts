@@ -128,6 +128,11 @@ const MODULE_OPTION_NAMES = new Set([
   'isGlobal',
 ]);
 const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog']);
+/**
+ * How late Redis may answer a WAIT whose timeout ran out, in ms: it checks blocked clients on
+ * its periodic tick (10 a second by default), plus a round trip.
+ */
+const WAIT_SLACK = 150;
 
 /**
  * Validates module options and fills in defaults.
@@ -186,7 +191,8 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
     throw new LockOptionsError(
       'nodeTimeout',
       nodeTimeout,
-      `at most half the ttl (${ttl} ms), and better far below it`,
+      `at most half the ttl (${ttl} ms), and better far below it` +
+        (given.nodeTimeout === undefined ? '; this is its default: set nodeTimeout lower' : ''),
     );
   }
   return {
@@ -341,12 +347,14 @@ function resolveWaitForReplicas(
   // A caller may wait for a WAIT on its way and then for the next one (they are shared): both
   // must fit in commandTimeout, or a WAIT that runs out looks like Redis not answering. And a
   // WAIT must not outlast the lock it waits for.
-  const limit = Math.min(Math.floor((commandTimeout - 1) / 2), ttl - 1);
+  // Redis notices a WAIT's timeout on its next tick, up to WAIT_SLACK late.
+  const limit = Math.min(Math.floor(commandTimeout / 2) - WAIT_SLACK, ttl - 1);
   if (timeout > limit) {
     throw new LockOptionsError(
       'waitForReplicas.timeout',
       timeout,
-      `at most ${limit} ms (below half of commandTimeout, ${commandTimeout} ms, and below the ttl, ${ttl} ms)`,
+      `at most ${limit} ms (two WAITs, each up to ${WAIT_SLACK} ms late, within ` +
+        `commandTimeout, ${commandTimeout} ms, and below the ttl, ${ttl} ms)`,
     );
   }
   return { replicas, timeout };
@@ -400,7 +408,7 @@ function resolveRedlockNodes(values: unknown[]): RedisServerConfig[] {
   if (values.length < 3) {
     throw new LockOptionsError(
       'redis',
-      values,
+      values.map((value) => (typeof value === 'string' ? withoutPassword(value) : 'a server')),
       'at least 3 masters for RedLock (fewer tolerate no failure; use a single Redis instead)',
     );
   }
@@ -442,7 +450,9 @@ function checkUrl(name: string, value: string): string {
 
 /** Errors are logged: a URL they show must not carry its password (or anything like one). */
 function withoutPassword(value: string): string {
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, '$1***@');
+  const start = value.indexOf('://') + 3;
+  const at = value.lastIndexOf('@');
+  return start >= 3 && at > start ? `${value.slice(0, start)}***${value.slice(at)}` : value;
 }
 
 function checkSentinels(name: string, options: Record<string, unknown>): void {

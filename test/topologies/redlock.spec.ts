@@ -331,4 +331,16 @@ describe('RedLock options', () => {
     expect((error as Error).message).toContain('a:1');
     expect((error as Error).message).not.toContain('s3cret');
   });
+
+  it('keep passwords out of the error and its value when there are too few masters', async () => {
+    const error = await bootLockApp({
+      redis: ['redis://user:p@ss@a:1', 'redis://:se/cr3t@b:1'],
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockOptionsError);
+    const shown = JSON.stringify({
+      message: (error as Error).message,
+      value: (error as LockOptionsError).value,
+    });
+    expect(shown).not.toMatch(/p@ss|se\/cr3t/);
+  });
 });

@@ -58,7 +58,7 @@ describe('behind Sentinel', () => {
     });
 
     it('keeps a lock the replica acknowledged (waitForReplicas): nobody else gets in after the failover', async () => {
-      const holder = await boot({ waitForReplicas: { replicas: 1, timeout: 400 } });
+      const holder = await boot({ waitForReplicas: { replicas: 1, timeout: 300 } });
       const other = await boot();
       const lock = await holder.locks.acquire('invoice:8', { ttl: 5_000 });
       await sentinel.killMaster();
