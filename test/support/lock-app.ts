@@ -44,10 +44,16 @@ export const aborted = (lock: Lock) =>
     lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true });
   });
 
-/** How many scripts a Redis has run so far (EVALSHA, and EVAL for a script's first call). */
-export async function scriptCalls(redis: Redis): Promise<number> {
+/** How many times a Redis has run the given commands so far (`INFO commandstats`). */
+export async function commandCalls(redis: Redis, ...names: string[]): Promise<number> {
   const info = await redis.info('commandstats');
-  const calls = (name: string) =>
-    Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
-  return calls('evalsha') + calls('eval');
+  return names.reduce(
+    (sum, name) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0),
+    0,
+  );
+}
+
+/** How many scripts a Redis has run so far (EVALSHA, and EVAL for a script's first call). */
+export function scriptCalls(redis: Redis): Promise<number> {
+  return commandCalls(redis, 'evalsha', 'eval');
 }

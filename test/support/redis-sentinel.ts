@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import { ask, parseInfo } from './redis-query.js';
 import { freePort, RedisServer, registerPid } from './redis-server.js';
 import { TcpProxy } from './tcp-proxy.js';
 
@@ -360,46 +360,4 @@ function fields(flat: string[]): Record<string, string> {
   const result: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) result[flat[i]] = flat[i + 1];
   return result;
-}
-
-/** `field:value` lines of an INFO-style reply. */
-function parseInfo(text: string): Record<string, string> {
-  const result: Record<string, string> = {};
-  for (const line of text.split('\r\n')) {
-    const colon = line.indexOf(':');
-    if (colon > 0) result[line.slice(0, colon)] = line.slice(colon + 1);
-  }
-  return result;
-}
-
-/**
- * One command on its own short-lived connection, closed whatever happens. No retries and no
- * offline queue, so that a dead server fails the call at once instead of holding it.
- */
-async function ask(port: number, command: string, ...args: string[]): Promise<unknown> {
-  const client = new Redis({
-    host: HOST,
-    port,
-    lazyConnect: true,
-    enableReadyCheck: false,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: 2_000,
-    commandTimeout: 2_000,
-    // disconnect() arms a timer that waits this long for the socket to close (2 s by default),
-    // which would hold up Jest's exit; a socket to a live server closes at once.
-    disconnectTimeout: 100,
-  });
-  // Failures reach the caller through the promises below; this only keeps them off the
-  // unhandled 'error' event.
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return await client.call(command, ...args);
-  } finally {
-    // Not once the connection has ended (a dead server): the socket is closed already, and
-    // disconnect() would arm that timer for nothing, since the close it waits for never comes.
-    if (client.status !== 'end') client.disconnect();
-  }
 }

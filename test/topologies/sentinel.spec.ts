@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { LockLostError, LockReplicationError, type LockModuleOptions } from '../../src/index.js';
 import { RedisSentinelHarness } from '../support/redis-sentinel.js';
-import { aborted, bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+import { aborted, bootLockApp, commandCalls, sleep, type LockApp } from '../support/lock-app.js';
 
 /**
  * One master, one replica and three sentinels. The replica replicates through a proxy, so that
@@ -89,10 +89,7 @@ describe('behind Sentinel', () => {
 
     it('shares one WAIT between concurrent acquisitions instead of queueing one each', async () => {
       const app = await boot({ waitForReplicas: { replicas: 1, timeout: 300 } });
-      const waits = () =>
-        onServer(sentinel.masterPort, async (server) =>
-          Number(/cmdstat_wait:calls=(\d+)/.exec(await server.info('commandstats'))?.[1] ?? 0),
-        );
+      const waits = () => onServer(sentinel.masterPort, (server) => commandCalls(server, 'wait'));
       const before = await waits();
       sentinel.proxy?.stall();
       const outcomes = await Promise.all(
