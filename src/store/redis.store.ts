@@ -159,17 +159,16 @@ export class RedisLockStore implements LockStore {
     const batches = this.cluster ? [...groupBySlot(entries).values()] : [entries];
     const connection = this.connection;
     const calls: Promise<boolean[]>[] = [];
-    const order: RenewalEntry[] = [];
     for (const batch of batches) {
       for (let i = 0; i < batch.length; i += RENEW_CHUNK) {
-        const chunk = batch.slice(i, i + RENEW_CHUNK);
-        order.push(...chunk);
-        calls.push(this.renewChunk(chunk));
+        calls.push(this.renewChunk(batch.slice(i, i + RENEW_CHUNK)));
       }
     }
     const replies = (await Promise.all(calls)).flat();
     if (entries.length > 0) await this.replicated(entries[0].key, 'renew', connection);
-    const renewed = new Map(order.map((entry, i) => [entry, replies[i]]));
+    if (!this.cluster) return replies;
+    // The replies come in slot order: put them back in the order of the entries.
+    const renewed = new Map(batches.flat().map((entry, i) => [entry, replies[i]]));
     return entries.map((entry) => renewed.get(entry) === true);
   }
 
@@ -178,18 +177,12 @@ export class RedisLockStore implements LockStore {
    * token this master issues for the key is greater.
    */
   async raiseFence(key: string, fencingToken: number): Promise<void> {
-    await this.command(key, 'raiseFence', () =>
-      CLAIM_SCRIPT.run(
-        this.client,
-        [key, sideKeyOf(key, 'fence')],
-        [fencingToken, FENCE_TTL, '', 0],
-      ),
-    );
+    await this.claim(key, '', 0, fencingToken);
   }
 
   /**
    * RedLock: takes the lock on `key` for `token` if it is free on this master, raising the
-   * fencing counter as {@link raiseFence} does.
+   * fencing counter as {@link raiseFence} does (which passes no token, to only raise it).
    */
   async claim(key: string, token: string, ttl: number, fencingToken: number): Promise<void> {
     await this.command(key, 'claim', () =>

@@ -46,6 +46,8 @@ type Decision<T> = Tally<T> & { complete: Promise<Tally<T>> };
 export class RedlockLockStore implements LockStore {
   readonly confirmsHandovers = false;
   private readonly quorum: number;
+  /** How many masters may fail, refuse or be slow while a majority still decides. */
+  private readonly tolerated: number;
   /** Tokens with renewals whose masters have not all answered yet, and how many. */
   private readonly renewing = new Map<string, number>();
   /** Tokens released meanwhile: their renewals must not put them back (see `repair`). */
@@ -56,6 +58,7 @@ export class RedlockLockStore implements LockStore {
     private readonly driftFactor: number,
   ) {
     this.quorum = Math.floor(masters.length / 2) + 1;
+    this.tolerated = masters.length - this.quorum;
   }
 
   async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
@@ -68,7 +71,7 @@ export class RedlockLockStore implements LockStore {
       (store) => store.acquire(key, token, ttl, false, () => true),
       (answers, failed) =>
         count(answers, (attempt) => attempt.acquired) >= this.quorum ||
-        count(answers, (attempt) => !attempt.acquired) + failed > this.masters.length - this.quorum,
+        count(answers, (attempt) => !attempt.acquired) + failed > this.tolerated,
     );
     const granted = votes.answers.filter(({ value }) => value.acquired);
     if (granted.length >= this.quorum && monotonicNow() < validUntil) {
@@ -80,19 +83,18 @@ export class RedlockLockStore implements LockStore {
       const raised = await this.ask(
         this.masters,
         (store) => store.raiseFence(key, fencingToken),
-        (answers, failed) =>
-          answers.length >= this.quorum || failed > this.masters.length - this.quorum,
+        (answers, failed) => answers.length >= this.quorum || failed > this.tolerated,
       );
       if (raised.answers.length >= this.quorum && monotonicNow() < validUntil) {
         return { acquired: true, fencingToken };
       }
-      if (raised.failures.length > this.masters.length - this.quorum) {
+      if (raised.failures.length > this.tolerated) {
         this.withdraw(key, token);
         throw this.quorumError(key, 'acquire (fencing floor)', raised);
       }
     }
     this.withdraw(key, token);
-    if (votes.failures.length > this.masters.length - this.quorum) {
+    if (votes.failures.length > this.tolerated) {
       throw this.quorumError(key, 'acquire', votes);
     }
     const pttls = votes.answers
@@ -118,8 +120,7 @@ export class RedlockLockStore implements LockStore {
       this.masters,
       (store) => store.renew(entries),
       (answers, failed) =>
-        failed > this.masters.length - this.quorum ||
-        entries.every((_, i) => this.outcome(answers, i) !== undefined),
+        failed > this.tolerated || entries.every((_, i) => this.outcome(answers, i) !== undefined),
     );
     const answers = tally.answers.map(({ value }) => value);
     const outcomes = entries.map((_, i) => this.outcome(answers, i));
@@ -173,8 +174,7 @@ export class RedlockLockStore implements LockStore {
         if (ended) stop();
         else unsubscribers.push(stop);
       },
-      (answers, failed) =>
-        answers.length >= this.quorum || failed > this.masters.length - this.quorum,
+      (answers, failed) => answers.length >= this.quorum || failed > this.tolerated,
     );
     if (tally.answers.length < this.quorum) {
       unsubscribe();
@@ -237,12 +237,12 @@ export class RedlockLockStore implements LockStore {
       call,
       (answers, failed) =>
         count(answers, (yes) => yes) >= this.quorum ||
-        count(answers, (yes) => !yes) > this.masters.length - this.quorum ||
-        failed > this.masters.length - this.quorum,
+        count(answers, (yes) => !yes) > this.tolerated ||
+        failed > this.tolerated,
     );
     const answers = tally.answers.map(({ value }) => value);
     if (count(answers, (yes) => yes) >= this.quorum) return true;
-    if (count(answers, (yes) => !yes) > this.masters.length - this.quorum) return false;
+    if (count(answers, (yes) => !yes) > this.tolerated) return false;
     throw this.quorumError(key, operation, tally);
   }
 
@@ -250,7 +250,7 @@ export class RedlockLockStore implements LockStore {
   private outcome(answers: (boolean | undefined)[][], i: number): boolean | undefined {
     const renewed = count(answers, (renewals) => renewals[i] === true);
     if (renewed >= this.quorum) return true;
-    if (answers.length - renewed > this.masters.length - this.quorum) return false;
+    if (answers.length - renewed > this.tolerated) return false;
     return undefined;
   }
 
