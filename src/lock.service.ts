@@ -21,7 +21,7 @@ import {
   type ResolvedAcquireOptions,
   type ResolvedLockOptions,
 } from './lock.options.js';
-import type { AcquireAttempt, LockStore } from './store/lock-store.interface.js';
+import type { AcquireAttempt, LockStore, ReleaseOutcome } from './store/lock-store.interface.js';
 import { Waiters } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
 
@@ -236,20 +236,35 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     return result;
   }
 
-  /** @internal Called by {@link Lock.release}. */
+  /**
+   * @internal Called by {@link Lock.release}. In fair mode the lock goes straight to the
+   * longest-waiting caller of this process if it is first in the store's queue too: the
+   * release's reply, to a request sent before the store gave it, dates its validity.
+   */
   async releaseLock(lock: HeldLock): Promise<boolean> {
     if (!lock.markReleased()) return false;
     this.watchdog.untrack(lock);
-    let deleted: boolean;
+    const successor = this.options.fair ? this.waiters.successor(lock.key) : undefined;
+    const sentAt = monotonicNow();
+    let outcome: ReleaseOutcome;
     try {
-      deleted = await this.store.release(lock.key, lock.token);
+      outcome = await this.store.release(lock.key, lock.token, successor);
     } catch (error) {
       lock.markHeldAgain();
       this.watchdog.track(lock);
       throw error;
     }
-    if (!deleted) lock.markLost('it had expired or been taken before it was released');
-    return deleted;
+    if (!outcome.released) lock.markLost('it had expired or been taken before it was released');
+    const { successorFencingToken } = outcome;
+    if (
+      successor !== undefined &&
+      successorFencingToken !== undefined &&
+      !this.waiters.handOver(lock.key, successor, successorFencingToken, sentAt)
+    ) {
+      // The successor stopped waiting meanwhile: the lock goes on to the next in line.
+      this.store.release(lock.key, successor).catch(() => undefined);
+    }
+    return outcome.released;
   }
 
   /** @internal Called by {@link HeldLock}. */
@@ -298,21 +313,26 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     if (this.closed) throw shutDownError();
     const token = newToken();
     const startedAt = monotonicNow();
-    let sentAt = startedAt;
     const queue = this.options.fair && resolved.waitTimeout > 0;
-    // A lock handed over counts from the last attempt that Redis refused: that one was answered
-    // before the handover, while a later one may still have been on its way.
-    let refusedAt = startedAt;
     const inUse = () => this.watchdog.holds(token);
-    const attempt = async () => {
-      const sent = monotonicNow();
-      sentAt = sent;
-      const result = await this.store.acquire(key, token, resolved.ttl, queue, inUse);
-      if (!result.acquired) refusedAt = sent;
-      return result;
+    const attempt = () => this.store.acquire(key, token, resolved.ttl, queue, inUse);
+    const hold = (fencingToken: number, validFrom: number) => {
+      const lock = new HeldLock(
+        this,
+        name,
+        key,
+        token,
+        fencingToken,
+        resolved.ttl,
+        resolved.watchdog,
+        validFrom,
+      );
+      this.watchdog.track(lock);
+      return this.usable(lock);
     };
     // Behind callers of this process that already wait for the key, a new caller queues up
     // instead of trying first: otherwise a holder that releases and asks again wins every time.
+    const heard = this.waiters.heard(key);
     const first: AcquireAttempt =
       resolved.waitTimeout > 0 && this.waiters.has(key)
         ? { acquired: false, pttl: -1 }
@@ -325,25 +345,14 @@ export class LockService implements LockOwner, OnApplicationShutdown {
             }
             return result;
           });
-    const hold = (fencingToken: number, validFrom = sentAt) => {
-      const lock = new HeldLock(
-        this,
-        name,
-        key,
-        token,
-        fencingToken,
-        resolved.ttl,
-        resolved.watchdog,
-        validFrom,
-      );
-      this.watchdog.track(lock);
-      return lock;
-    };
-    if (first.acquired) return this.usable(hold(first.fencingToken));
+    if (first.acquired) return hold(first.fencingToken, startedAt);
     if (resolved.waitTimeout === 0) {
       if (!throwIfHeld) return undefined;
       throw new LockNotAcquiredError(name, 0, first.pttl >= 0 ? first.pttl : undefined);
     }
+    // Leaves the store's queue, where the first attempt may have put the caller; a lock
+    // reserved for it meanwhile goes on to the next in line.
+    const leave = () => void this.store.release(key, token).catch(() => undefined);
     return new Promise<HeldLock>((resolve, reject) =>
       this.waiters.wait(
         key,
@@ -351,47 +360,19 @@ export class LockService implements LockOwner, OnApplicationShutdown {
           token,
           deadline: startedAt + resolved.waitTimeout,
           attempt,
-          acquired: (fencingToken, handedOver) => {
-            if (!handedOver) {
-              try {
-                return resolve(this.usable(hold(fencingToken)));
-              } catch (error) {
-                return reject(error);
-              }
+          acquired: (fencingToken, validFrom) => {
+            try {
+              resolve(hold(fencingToken, validFrom));
+            } catch (error) {
+              reject(error);
             }
-            const lock = hold(fencingToken, refusedAt);
-            if (!this.store.confirmsHandovers) return resolve(this.freshen(lock));
-            const waitAgain = () =>
-              (
-                this.obtain(
-                  name,
-                  {
-                    ...resolved,
-                    waitTimeout: Math.max(0, startedAt + resolved.waitTimeout - monotonicNow()),
-                  },
-                  true,
-                ) as Promise<HeldLock>
-              ).catch((error: unknown) => {
-                // Report the whole wait, not just its second part.
-                if (!(error instanceof LockNotAcquiredError)) throw error;
-                throw new LockNotAcquiredError(
-                  name,
-                  monotonicNow() - startedAt,
-                  error.retryAfterMs,
-                  error.throttled,
-                );
-              });
-            resolve(this.confirmHandover(lock, attempt, hold, waitAgain));
           },
           failed: (error) => {
-            // Leave the store's queue, where the first attempt may have put the caller.
-            this.store.release(key, token).catch(() => undefined);
+            leave();
             reject(error);
           },
           timedOut: (pttl) => {
-            // Leave the store's queue; should the lock have been handed over meanwhile, this
-            // passes it on.
-            this.store.release(key, token).catch(() => undefined);
+            leave();
             reject(
               new LockNotAcquiredError(
                 name,
@@ -400,9 +381,10 @@ export class LockService implements LockOwner, OnApplicationShutdown {
               ),
             );
           },
-          abandoned: () => void this.store.release(key, token).catch(() => undefined),
+          abandoned: leave,
         },
         first.pttl,
+        heard,
       ),
     );
   }
@@ -417,56 +399,6 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     this.attempts.add(settled);
     void settled.then(() => this.attempts.delete(settled));
     return running;
-  }
-
-  /**
-   * A lock handed over by the store counts its validity from this caller's last request, which
-   * Redis answered before the handover: safe, but possibly long ago. When less than half of the
-   * TTL is left that way, one renewal restores it before the caller starts to work.
-   */
-  private async freshen(lock: HeldLock): Promise<HeldLock> {
-    if (lock.validUntil - monotonicNow() < lock.ttl / 2) {
-      await this.watchdog.extend(lock, lock.ttl).catch(() => undefined);
-    }
-    // Lost before the caller could start: do not hand it a lock that protects nothing.
-    if (!lock.held) throw lock.signal.reason;
-    return this.usable(lock);
-  }
-
-  /**
-   * A store that waits for replicas has the caller confirm a handover with an acquisition
-   * attempt of its own (`confirm`, which restarts the TTL and waits for the replicas): the
-   * releaser's write that handed the lock over was not waited for. If the lock is gone by then
-   * (a failover lost it, or it expired), nothing has run under it yet: the caller leaves the
-   * queue and waits again for the rest of its time (`waitAgain`); if the attempt took the lock
-   * afresh, the caller holds that lock, with its newer fencing token (`hold`).
-   */
-  private async confirmHandover(
-    lock: HeldLock,
-    confirm: () => Promise<AcquireAttempt>,
-    hold: (fencingToken: number) => HeldLock,
-    waitAgain: () => Promise<HeldLock>,
-  ): Promise<HeldLock> {
-    const sentAt = monotonicNow();
-    let result: AcquireAttempt;
-    try {
-      result = await confirm();
-    } catch (error) {
-      await this.releaseAfterWork(lock);
-      throw error;
-    }
-    // The watchdog may have given the lock up meanwhile (its validity, counted from long
-    // before, ran out during the confirmation): then it is no longer the caller's.
-    const heldWith = result.acquired && lock.held ? result.fencingToken : undefined;
-    if (heldWith === lock.fencingToken) {
-      lock.confirmed(sentAt, lock.ttl);
-      return this.usable(lock);
-    }
-    this.watchdog.untrack(lock);
-    lock.markReleased();
-    if (heldWith !== undefined) return this.usable(hold(heldWith));
-    await this.store.release(lock.key, lock.token).catch(() => undefined);
-    return waitAgain();
   }
 
   /**

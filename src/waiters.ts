@@ -1,5 +1,6 @@
 import { monotonicNow } from './lock.js';
 import {
+  HANDOVER_LEASE,
   parseHandover,
   type AcquireAttempt,
   type LockStore,
@@ -13,8 +14,11 @@ export interface Waiter {
   readonly deadline: number;
   /** One atomic acquisition attempt with the caller's token and TTL. */
   attempt(): Promise<AcquireAttempt>;
-  /** The caller holds the lock: it took it, or (`handedOver`) the store gave it in its turn. */
-  acquired(fencingToken: number, handedOver: boolean): void;
+  /**
+   * The caller holds the lock, valid from monotonic `validFrom`: when the request whose answer
+   * proved it (the caller's own attempt, or the release that handed it over) was sent.
+   */
+  acquired(fencingToken: number, validFrom: number): void;
   failed(error: unknown): void;
   /** The deadline passed; `pttl` is what the last attempt learned of the holder's TTL. */
   timedOut(pttl: number): void;
@@ -25,6 +29,13 @@ export interface Waiter {
 /** First and largest delay of the fallback re-check, for when a release message is lost. */
 const FIRST_BACKOFF = 50;
 const MAX_BACKOFF = 1_000;
+/**
+ * How long a key's subscription outlives its last waiter, in ms, and how many such idle
+ * subscriptions a process keeps: callers that wait for a key again soon (every caller of a
+ * contended key does) then cost no SUBSCRIBE and UNSUBSCRIBE per wait.
+ */
+const LINGER = 5_000;
+const MAX_IDLE = 256;
 
 interface KeyQueue {
   readonly key: string;
@@ -32,24 +43,33 @@ interface KeyQueue {
   readonly timeouts: Map<Waiter, NodeJS.Timeout>;
   subscribed: boolean;
   unsubscribe?: () => void;
+  /** Release messages heard so far. */
+  messages: number;
   attempting: boolean;
   /** A release was announced while an attempt was on its way. */
   notified: boolean;
   fallback?: NodeJS.Timeout;
+  fallbackAt: number;
   backoff: number;
   pttl: number;
+  /** Nobody waits: the subscription lingers until this timer ends it. */
+  linger?: NodeJS.Timeout;
   closed: boolean;
 }
 
 /**
  * Where callers wait for held locks. Per key, waiters of this process queue in arrival order
- * and only the head talks to Redis: it tries again when the store announces a release, or,
- * should that message be lost, after a fallback delay bounded by the holder's remaining TTL
- * and by a jittered exponential backoff. The others cost nothing until they reach the head.
+ * and only the head talks to Redis: it tries again when the store announces a release or its
+ * turn, or, should that message be lost, after a fallback delay bounded by the holder's
+ * remaining TTL and by a jittered exponential backoff. The others cost nothing until they reach
+ * the head. A message never makes a caller a holder by itself: only the answer to a request
+ * does, which the caller can date (see {@link Waiter.acquired}).
  */
 export class Waiters {
   private readonly queues = new Map<string, KeyQueue>();
-  /** Waiters that a handover message served while their own attempt was on its way. */
+  /** Keys whose subscription lingers with nobody waiting, oldest first. */
+  private readonly idle = new Set<KeyQueue>();
+  /** Waiters that a release of this process served while their own attempt was on its way. */
   private readonly handedOver = new WeakSet<Waiter>();
 
   /**
@@ -67,14 +87,54 @@ export class Waiters {
     return (this.queues.get(key)?.waiters.length ?? 0) > 0;
   }
 
-  /** Queues a caller for `key`; `pttl` is the holder's TTL seen by its first attempt, or -1. */
-  wait(key: string, waiter: Waiter, pttl: number): void {
+  /**
+   * How many release messages of `key` this process has heard, if it is subscribed to them:
+   * taken before a first attempt and given to {@link wait}, it tells whether a release may have
+   * come in between, unheard by anybody.
+   */
+  heard(key: string): number | undefined {
+    const queue = this.queues.get(key);
+    return queue?.subscribed ? queue.messages : undefined;
+  }
+
+  /** The longest-waiting caller of this process for `key`: the one a release here may serve. */
+  successor(key: string): string | undefined {
+    return this.queues.get(key)?.waiters[0]?.token;
+  }
+
+  /**
+   * Queues a caller for `key`. `pttl` is the holder's TTL seen by its first attempt, or -1;
+   * `heard` is what {@link heard} said before that attempt was sent.
+   */
+  wait(key: string, waiter: Waiter, pttl: number, heard?: number): void {
     let queue = this.queues.get(key);
     if (!queue) {
       queue = this.open(key, pttl);
+    } else if (queue.waiters.length === 0) {
+      this.wake(queue, pttl);
     }
     queue.waiters.push(waiter);
     if (waiter.deadline < Infinity) this.armDeadline(queue, waiter);
+    if (!queue.subscribed || queue.attempting || queue.waiters[0] !== waiter) return;
+    // Subscribed since before the first attempt, with no message since: any release after that
+    // attempt will be heard, so there is nothing to try until then.
+    if (heard !== undefined && heard === queue.messages) this.fallBack(queue);
+    else this.next(queue);
+  }
+
+  /**
+   * A release by this process gave the lock to `token` ({@link successor}), valid from
+   * `validFrom`. `false` when that caller no longer waits: the lock must then be released.
+   */
+  handOver(key: string, token: string, fencingToken: number, validFrom: number): boolean {
+    const queue = this.queues.get(key);
+    const waiter = queue?.waiters.find((candidate) => candidate.token === token);
+    if (!queue || !waiter) return false;
+    this.handedOver.add(waiter);
+    this.remove(queue, waiter);
+    waiter.acquired(fencingToken, validFrom);
+    if (!queue.attempting) this.afterAttempt(queue, true);
+    return true;
   }
 
   /**
@@ -95,8 +155,10 @@ export class Waiters {
       waiters: [],
       timeouts: new Map(),
       subscribed: false,
+      messages: 0,
       attempting: false,
       notified: false,
+      fallbackAt: Infinity,
       backoff: FIRST_BACKOFF,
       pttl,
       closed: false,
@@ -109,11 +171,22 @@ export class Waiters {
           queue.unsubscribe = unsubscribe;
           queue.subscribed = true;
           if (queue.closed) unsubscribe();
-          else this.next(queue);
+          // A release between the first attempt and now went unheard: try once.
+          else if (queue.waiters.length > 0) this.next(queue);
+          else this.linger(queue);
         },
         (error: unknown) => this.failAll(queue, error),
       );
     return queue;
+  }
+
+  /** A lingering subscription gets waiters again. */
+  private wake(queue: KeyQueue, pttl: number): void {
+    clearTimeout(queue.linger);
+    queue.linger = undefined;
+    this.idle.delete(queue);
+    queue.backoff = FIRST_BACKOFF;
+    queue.pttl = pttl;
   }
 
   private failAll(queue: KeyQueue, error: unknown): void {
@@ -125,20 +198,23 @@ export class Waiters {
   }
 
   private onRelease(queue: KeyQueue, message: string): void {
-    const handover = parseHandover(message);
-    if (handover) {
-      // The lock went to a queued waiter. If it is one of ours, it holds the lock now; if not,
-      // our head keeps its place in the store's queue and has nothing to do.
-      const waiter = queue.waiters.find((candidate) => candidate.token === handover.token);
-      if (!waiter) return;
-      this.handedOver.add(waiter);
-      this.remove(queue, waiter);
-      waiter.acquired(handover.fencingToken, true);
-      if (!queue.attempting) this.afterAttempt(queue, true);
+    queue.messages++;
+    const head = queue.waiters[0];
+    if (!head) return;
+    const turn = parseHandover(message);
+    if (turn !== undefined && turn !== head.token) {
+      // Reserved for a waiter of another process: our head keeps its place. Should that waiter
+      // not take it (it died, or hears too late), the reservation ends within the handover
+      // lease, and nobody announces that: look again then.
+      queue.pttl = HANDOVER_LEASE;
+      if (!queue.attempting) this.fallBack(queue, true);
       return;
     }
-    queue.backoff = FIRST_BACKOFF;
-    queue.pttl = -1;
+    // A release, or our head's turn: its next attempt takes the lock.
+    if (turn === undefined) {
+      queue.backoff = FIRST_BACKOFF;
+      queue.pttl = -1;
+    }
     if (queue.attempting) queue.notified = true;
     else this.next(queue);
   }
@@ -147,18 +223,19 @@ export class Waiters {
   private next(queue: KeyQueue): void {
     const head = queue.waiters[0];
     if (!head) {
-      this.end(queue);
+      this.linger(queue);
       return;
     }
     if (!queue.subscribed || queue.attempting) return;
-    clearTimeout(queue.fallback);
+    this.stopFallback(queue);
     queue.attempting = true;
     queue.notified = false;
+    const sentAt = monotonicNow();
     head.attempt().then(
       (result) => {
         queue.attempting = false;
         if (result.acquired) {
-          if (this.remove(queue, head)) head.acquired(result.fencingToken, false);
+          if (this.remove(queue, head)) head.acquired(result.fencingToken, sentAt);
           else if (!this.handedOver.has(head)) head.abandoned();
           queue.pttl = -1;
           // A release announced meanwhile came before this grant (RedLock announces each
@@ -184,7 +261,7 @@ export class Waiters {
    */
   private afterAttempt(queue: KeyQueue, headChanged: boolean): void {
     if (queue.waiters.length === 0) {
-      this.end(queue);
+      this.linger(queue);
     } else if ((headChanged && this.queueing) || queue.notified) {
       this.next(queue);
     } else {
@@ -192,12 +269,25 @@ export class Waiters {
     }
   }
 
-  private fallBack(queue: KeyQueue): void {
+  /**
+   * Arms the fallback re-check; with `sooner`, only if it would come before the one armed.
+   */
+  private fallBack(queue: KeyQueue, sooner = false): void {
     const jittered = queue.backoff * (0.75 + Math.random() / 2);
     const delay = queue.pttl >= 0 ? Math.min(jittered, queue.pttl + 1) : jittered;
+    if (sooner && monotonicNow() + delay >= queue.fallbackAt) return;
     queue.backoff = Math.min(queue.backoff * 2, MAX_BACKOFF);
+    this.stopFallback(queue);
+    queue.fallbackAt = monotonicNow() + delay;
+    queue.fallback = setTimeout(() => {
+      queue.fallbackAt = Infinity;
+      this.next(queue);
+    }, delay);
+  }
+
+  private stopFallback(queue: KeyQueue): void {
     clearTimeout(queue.fallback);
-    queue.fallback = setTimeout(() => this.next(queue), delay);
+    queue.fallbackAt = Infinity;
   }
 
   private armDeadline(queue: KeyQueue, waiter: Waiter): void {
@@ -220,7 +310,7 @@ export class Waiters {
     waiter.timedOut(queue.pttl);
     // While the old head's attempt is on its way, its result decides what comes next.
     if (queue.attempting) return;
-    if (queue.waiters.length === 0) this.end(queue);
+    if (queue.waiters.length === 0) this.linger(queue);
     else if (wasHead) this.afterAttempt(queue, true);
   }
 
@@ -234,10 +324,25 @@ export class Waiters {
     return true;
   }
 
+  /** Nobody waits any more: keeps the subscription a while for the next waiter, if any. */
+  private linger(queue: KeyQueue): void {
+    this.stopFallback(queue);
+    if (queue.closed || queue.linger || !queue.subscribed) return;
+    this.idle.add(queue);
+    queue.linger = setTimeout(() => this.end(queue), LINGER);
+    queue.linger.unref();
+    if (this.idle.size > MAX_IDLE) {
+      const [oldest] = this.idle;
+      this.end(oldest);
+    }
+  }
+
   private end(queue: KeyQueue): void {
     if (queue.closed) return;
     queue.closed = true;
-    clearTimeout(queue.fallback);
+    this.stopFallback(queue);
+    clearTimeout(queue.linger);
+    this.idle.delete(queue);
     if (this.queues.get(queue.key) === queue) this.queues.delete(queue.key);
     queue.unsubscribe?.();
   }

@@ -7,11 +7,11 @@ import { QUEUE_LUA } from './queue.lua.js';
  *
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), fencing counter ttl (ms), release
  * channel, 1 to queue up when the lock is taken (0 to just try), queue lease (ms), publishing
- * command (PUBLISH or SPUBLISH).
- * Returns `{1, fencingToken}` when the caller holds the lock (also when it was handed to the
- * caller while its answer was on the way: then its TTL starts again from this request, so that
- * the caller's idea of the lock's validity stays on the safe side), `{0, pttl}` when it does
- * not.
+ * command (PUBLISH or SPUBLISH), handover lease (ms).
+ * Returns `{1, fencingToken}` when the caller holds the lock, `{0, pttl}` when it does not. A
+ * lock that holds the caller's token already (reserved for it by a handover) is the caller's
+ * from this request on: its TTL starts again and it gets its fencing token here, so that the
+ * caller's validity counts from a request whose answer proves the lock was its own.
  *
  * The fencing token is `max(last + 1, Redis server time in µs)`: it only grows while the counter
  * exists, and it still grows after the counter is gone (expired, or Redis restarted empty) as
@@ -21,20 +21,14 @@ import { QUEUE_LUA } from './queue.lua.js';
  */
 export const ACQUIRE_SCRIPT = new LuaScript(`${QUEUE_LUA}
 local token, ttl, fence_ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local holder
 if redis.call('EXISTS', KEYS[3]) == 0 then
   if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
     return {1, next_fence(math.max(ttl, fence_ttl))}
   end
-  if redis.call('GET', KEYS[1]) == token then
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
-  end
+  holder = redis.call('GET', KEYS[1])
 else
-  local holder = redis.call('GET', KEYS[1])
-  if holder == token then
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
-  end
+  holder = redis.call('GET', KEYS[1])
   if not holder then
     local head = live_head()
     if not head or head == token then
@@ -42,8 +36,13 @@ else
       redis.call('SET', KEYS[1], token, 'PX', ttl)
       return {1, next_fence(math.max(ttl, fence_ttl))}
     end
-    grant_head(ARGV[7], ARGV[4], fence_ttl)
+    grant_head(ARGV[7], ARGV[4], tonumber(ARGV[8]), fence_ttl, '')
+    holder = head
   end
+end
+if holder == token then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {1, next_fence(math.max(ttl, fence_ttl))}
 end
 if ARGV[5] == '1' then
   local now_us = server_time_us()

@@ -1,3 +1,5 @@
+import { HANDOVER_PREFIX } from '../store/lock-store.interface.js';
+
 /**
  * Lua shared by the acquire and release scripts: the fencing counter and the queue of waiters.
  *
@@ -6,12 +8,15 @@
  *
  * A queued waiter renews its lease each time it checks in; one that stops checking in (its
  * process died) is dropped when it reaches the head with its lease run out, so it cannot block
- * the line. When the lock is released, or found free while waiters are queued, it is handed
- * straight to the longest-waiting live waiter: set to that waiter's token, and announced on the
- * lock's channel as "<token> <fencing token>", so the waiter holds it without another request.
- * The channel is named after the lock key, so that on a Cluster it lives in the lock's slot and
- * the message can go out with SPUBLISH (the scripts take the publishing command as an argument).
- * With nobody queued, the scripts touch the queue with one EXISTS.
+ * the line. When the lock is released, or found free while waiters are queued, it is reserved
+ * for the longest-waiting live waiter: set to that waiter's token for the handover lease only
+ * (at most the waiter's TTL), and announced on the lock's channel as a {@link HANDOVER_PREFIX}
+ * message naming the waiter. The notice makes nobody a holder: the waiter becomes one with its
+ * own attempt, which finds its token, restarts the TTL and issues the fencing token. A waiter
+ * that died, or whose notice comes late, costs the others one handover lease. The channel is
+ * named after the lock key, so that on a Cluster it lives in the lock's slot and the message can
+ * go out with SPUBLISH (the scripts take the publishing command as an argument). With nobody
+ * queued, the scripts touch the queue with one EXISTS.
  */
 export const QUEUE_LUA = `
 local function server_time_us()
@@ -45,14 +50,20 @@ local function live_head()
   end
 end
 
--- Hands the free lock to the head of the queue, if there is one; true if it did.
-local function grant_head(publish, channel, fence_ttl)
+-- Takes the head of the queue out of it, if there is one, to give it the free lock: to the
+-- successor its releaser named (a caller of the releaser's own process) with its whole TTL, and
+-- the fencing token, which the reply carries; to anybody else, reserved for the handover lease
+-- and announced. Returns false when nobody waits, true or the successor's fencing token.
+local function grant_head(publish, channel, handover_lease, fence_ttl, successor)
   local head, ttl = live_head()
   if not head then return false end
   leave_queue(head)
-  redis.call('SET', KEYS[1], head, 'PX', ttl)
-  local fence = next_fence(math.max(ttl, fence_ttl))
-  redis.call(publish, channel, head .. ' ' .. string.format('%.0f', fence))
+  if head == successor then
+    redis.call('SET', KEYS[1], head, 'PX', ttl)
+    return next_fence(math.max(ttl, fence_ttl))
+  end
+  redis.call('SET', KEYS[1], head, 'PX', math.min(ttl, handover_lease))
+  redis.call(publish, channel, '${HANDOVER_PREFIX}' .. head)
   return true
 end
 `;

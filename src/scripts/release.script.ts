@@ -3,26 +3,28 @@ import { QUEUE_LUA } from './queue.lua.js';
 
 /**
  * Compare-and-delete. A deleted lock goes straight to the head of the queue if anyone waits
- * there; otherwise, when asked to, a message on the lock's channel wakes the waiters that do
- * not queue (fair mode off). The message is the SHA-1 of the released token: it names the
- * release without revealing the token, so that RedLock, which hears one release from every
- * master, can pass it on once. A caller that did not hold the lock leaves the queue (a waiter
- * that gives up).
+ * there (see `grant_head`); otherwise, when asked to, a message on the lock's channel wakes the
+ * waiters that do not queue (fair mode off). That message is the SHA-1 of the released token:
+ * it names the release without revealing the token, so that RedLock, which hears one release
+ * from every master, can pass it on once. A caller that did not hold the lock leaves the queue
+ * (a waiter that gives up).
  *
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, release channel, fencing counter ttl (ms), 1 to
- * announce a release that nobody was queued for, publishing command (PUBLISH or SPUBLISH).
- * Returns 1 when the lock was the caller's and is released, 0 when it was not.
+ * announce a release that nobody was queued for, publishing command (PUBLISH or SPUBLISH),
+ * handover lease (ms), the releaser's successor (a waiter of its own process, or '').
+ * Returns `{1, fencingToken}` when the lock was the caller's and went to the successor,
+ * `{1, 0}` when it was the caller's, `{0, 0}` when it was not.
  */
 export const RELEASE_SCRIPT = new LuaScript(`${QUEUE_LUA}
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   leave_queue(ARGV[1])
-  return 0
+  return {0, 0}
 end
 redis.call('DEL', KEYS[1])
 local granted = redis.call('EXISTS', KEYS[3]) == 1
-  and grant_head(ARGV[5], ARGV[2], tonumber(ARGV[3]))
+  and grant_head(ARGV[5], ARGV[2], tonumber(ARGV[6]), tonumber(ARGV[3]), ARGV[7])
 if not granted and ARGV[4] == '1' then
   redis.call(ARGV[5], ARGV[2], redis.sha1hex(ARGV[1]))
 end
-return 1
+return {1, type(granted) == 'number' and granted or 0}
 `);

@@ -18,14 +18,10 @@ export interface RenewalEntry {
  */
 export interface LockStore {
   /**
-   * A lock handed over by a release must be confirmed by an acquisition attempt of its own
-   * before it counts (the store waits for replicas on every acquisition).
-   */
-  readonly confirmsHandovers: boolean;
-  /**
    * One atomic attempt: take the lock if it is free and no queued waiter comes first, issuing a
    * fencing token. With `queue`, a caller that does not get the lock takes (or keeps, renewing
-   * its lease) a place in the key's queue, and the lock is handed to it in its turn. If the
+   * its lease) a place in the key's queue, and the lock is reserved for it in its turn, which
+   * a {@link handoverTo} message announces: the caller's next attempt then takes it. If the
    * attempt times out but reaches the store later, what it took is given back, unless
    * `inUse()` says the caller holds the lock by then (it may have been handed over meanwhile).
    */
@@ -37,10 +33,13 @@ export interface LockStore {
     inUse: () => boolean,
   ): Promise<AcquireAttempt>;
   /**
-   * Compare-and-delete; `false` when the lock no longer held this token. The token also leaves
-   * the queue. The lock goes to the head of the queue if anyone waits there.
+   * Compare-and-delete; not `released` when the lock no longer held this token. The token also
+   * leaves the queue. The lock goes to the head of the queue if anyone waits there: if that is
+   * `successor` (a waiter of the releaser's own process, alive since the releaser is), it holds
+   * the lock at once, with the TTL it asked for, from the moment this release was sent, and
+   * the outcome carries its fencing token; anybody else is announced its turn.
    */
-  release(key: string, token: string): Promise<boolean>;
+  release(key: string, token: string, successor?: string): Promise<ReleaseOutcome>;
   /**
    * Compare-and-pexpire for each entry, in one round trip; `false` where the token is gone,
    * `undefined` where the store could not tell (RedLock: too few masters answered for it).
@@ -61,8 +60,8 @@ export interface LockStore {
   ): Promise<{ written: true } | { written: false; highestSeen: number }>;
   /**
    * Calls `onRelease` whenever the lock on `key` is released, until the returned function is
-   * called, with a plain release message (`''`, or an id of the release without a space), or
-   * with a {@link Handover} message when the lock went to a queued waiter.
+   * called, with a plain release message (`''`, or an id of the release), or with a
+   * {@link handoverTo} message when the lock was reserved for a queued waiter.
    * Resolves once notifications are flowing, so that a release after it is not missed.
    */
   subscribe(key: string, onRelease: (message: string) => void): Promise<() => void>;
@@ -70,22 +69,33 @@ export interface LockStore {
   close(): Promise<void>;
 }
 
+/** What a release did. */
+export interface ReleaseOutcome {
+  /** The lock held the releaser's token, and no longer does. */
+  released: boolean;
+  /** The fencing token of the successor that now holds the lock, when it went to one. */
+  successorFencingToken?: number;
+}
+
 /** How long a queued waiter keeps its place without checking in again, in ms. */
 export const QUEUE_LEASE = 3_000;
 
-/** A release message that hands the lock to a queued waiter. */
-export interface Handover {
-  token: string;
-  fencingToken: number;
+/**
+ * How long a lock reserved for a queued waiter in another process waits for that waiter to take
+ * it, in ms (at most the waiter's TTL): what a waiter that died while queued, or hears of its
+ * turn too late, costs the others.
+ */
+export const HANDOVER_LEASE = 500;
+
+/** How a release message that reserves the lock for a queued waiter begins. */
+export const HANDOVER_PREFIX = 'turn:';
+
+/** The release message that announces `token`'s turn. */
+export function handoverTo(token: string): string {
+  return HANDOVER_PREFIX + token;
 }
 
-/** Reads a release message: a {@link Handover}, or `undefined` for a plain release. */
-export function parseHandover(message: string): Handover | undefined {
-  const [token, fence] = message.split(' ');
-  return fence === undefined ? undefined : { token, fencingToken: Number(fence) };
-}
-
-/** Writes the release message that hands the lock to `token`. */
-export function formatHandover({ token, fencingToken }: Handover): string {
-  return `${token} ${fencingToken}`;
+/** Reads a release message: the token whose turn it announces, or `undefined` for a plain release. */
+export function parseHandover(message: string): string | undefined {
+  return message.startsWith(HANDOVER_PREFIX) ? message.slice(HANDOVER_PREFIX.length) : undefined;
 }

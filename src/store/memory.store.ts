@@ -1,10 +1,12 @@
 import { FENCE_TTL } from '../lock.constants.js';
 import { monotonicNow } from '../lock.js';
 import {
-  formatHandover,
+  HANDOVER_LEASE,
+  handoverTo,
   QUEUE_LEASE,
   type AcquireAttempt,
   type LockStore,
+  type ReleaseOutcome,
   type RenewalEntry,
 } from './lock-store.interface.js';
 
@@ -48,7 +50,6 @@ export const processSpace = new MemorySpace();
  * notifications), but it is NOT distributed: other processes do not see its locks.
  */
 export class MemoryLockStore implements LockStore {
-  readonly confirmsHandovers = false;
   private readonly subscriptions = new Set<() => void>();
 
   /**
@@ -61,19 +62,21 @@ export class MemoryLockStore implements LockStore {
   ) {}
 
   async acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt> {
-    const held = this.space.live(this.space.locks, key);
-    if (held?.value === token) {
-      // Handed over: the TTL starts again from this request, as in the Redis script.
-      held.expiresAt = monotonicNow() + ttl;
-      return { acquired: true, fencingToken: this.space.fences.get(key)?.value ?? 0 };
-    }
+    let held = this.space.live(this.space.locks, key);
     if (!held) {
       const head = this.liveHead(key);
       if (head === undefined || head === token) {
         this.leaveQueue(key, token);
         return { acquired: true, fencingToken: this.take(key, token, ttl) };
       }
-      this.grantHead(key);
+      this.grantHead(key, '');
+      held = this.space.live(this.space.locks, key);
+    }
+    if (held?.value === token) {
+      // Reserved for this caller by a handover: as in the Redis script, it holds the lock from
+      // this request on, with its TTL started again and a fencing token of its own.
+      held.expiresAt = monotonicNow() + ttl;
+      return { acquired: true, fencingToken: this.nextFence(key, ttl) };
     }
     const now = monotonicNow();
     if (queue) {
@@ -87,22 +90,31 @@ export class MemoryLockStore implements LockStore {
     return { acquired: false, pttl: holder ? Math.ceil(holder.expiresAt - now) : -2 };
   }
 
-  async release(key: string, token: string): Promise<boolean> {
+  async release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
     this.leaveQueue(key, token);
-    if (this.space.live(this.space.locks, key)?.value !== token) return false;
+    if (this.space.live(this.space.locks, key)?.value !== token) return { released: false };
     this.space.locks.delete(key);
-    if (!this.grantHead(key) && !this.fair) this.announce(key, '');
-    return true;
+    const granted = this.grantHead(key, successor);
+    if (granted === false && !this.fair) this.announce(key, '');
+    return typeof granted === 'number'
+      ? { released: true, successorFencingToken: granted }
+      : { released: true };
   }
 
   /** Sets the lock and issues its fencing token, as the Redis scripts do. */
   private take(key: string, token: string, ttl: number): number {
-    const now = monotonicNow();
-    this.space.locks.set(key, { value: token, expiresAt: now + ttl });
-    // As in the Redis scripts: the last token + 1, but never below the wall clock in µs.
+    this.space.locks.set(key, { value: token, expiresAt: monotonicNow() + ttl });
+    return this.nextFence(key, ttl);
+  }
+
+  /** As in the Redis scripts: the last token + 1, but never below the wall clock in µs. */
+  private nextFence(key: string, ttl: number): number {
     const last = this.space.live(this.space.fences, key)?.value ?? 0;
     const fencingToken = Math.max(last + 1, Date.now() * 1000);
-    this.space.fences.set(key, { value: fencingToken, expiresAt: now + Math.max(ttl, FENCE_TTL) });
+    this.space.fences.set(key, {
+      value: fencingToken,
+      expiresAt: monotonicNow() + Math.max(ttl, FENCE_TTL),
+    });
     return fencingToken;
   }
 
@@ -123,14 +135,22 @@ export class MemoryLockStore implements LockStore {
     if (waiting?.delete(token) && waiting.size === 0) this.space.queues.delete(key);
   }
 
-  /** Hands the free lock to the head of the queue, if there is one; true if it did. */
-  private grantHead(key: string): boolean {
+  /**
+   * Gives the free lock to the head of the queue, as the Redis scripts' `grant_head` does: to
+   * `successor` at once, with its fencing token; to anybody else, reserved for the handover
+   * lease and announced. `false` when nobody waits.
+   */
+  private grantHead(key: string, successor: string): boolean | number {
     const head = this.liveHead(key);
     if (head === undefined) return false;
     const { ttl } = this.space.queues.get(key)!.get(head)!;
     this.leaveQueue(key, head);
-    const fencingToken = this.take(key, head, ttl);
-    this.announce(key, formatHandover({ token: head, fencingToken }));
+    if (head === successor) return this.take(key, head, ttl);
+    this.space.locks.set(key, {
+      value: head,
+      expiresAt: monotonicNow() + Math.min(ttl, HANDOVER_LEASE),
+    });
+    this.announce(key, handoverTo(head));
     return true;
   }
 

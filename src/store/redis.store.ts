@@ -9,9 +9,11 @@ import { CLAIM_SCRIPT } from '../scripts/claim.script.js';
 import { RELEASE_SCRIPT } from '../scripts/release.script.js';
 import { RENEW_SCRIPT } from '../scripts/renew.script.js';
 import {
+  HANDOVER_LEASE,
   QUEUE_LEASE,
   type AcquireAttempt,
   type LockStore,
+  type ReleaseOutcome,
   type RenewalEntry,
 } from './lock-store.interface.js';
 
@@ -89,11 +91,6 @@ export class RedisLockStore implements LockStore {
     if (options.waitForReplicas) this.client.on('close', this.countClose);
   }
 
-  /** With `waitForReplicas`, a handed-over lock counts only once its replicas acknowledged it. */
-  get confirmsHandovers(): boolean {
-    return this.options.waitForReplicas !== undefined;
-  }
-
   /** Whether the connection is up or still being set up (false while it waits to reconnect). */
   get reachable(): boolean {
     return !['reconnecting', 'close', 'end'].includes(this.client.status);
@@ -118,6 +115,7 @@ export class RedisLockStore implements LockStore {
         queue ? 1 : 0,
         QUEUE_LEASE,
         publish,
+        HANDOVER_LEASE,
       ]),
     );
     const [acquired, value] = (await reply.catch((error) => {
@@ -140,8 +138,17 @@ export class RedisLockStore implements LockStore {
     return { acquired: true, fencingToken: Number(value) };
   }
 
-  async release(key: string, token: string): Promise<boolean> {
-    return this.releaseScript(key, token, !this.options.fair);
+  /**
+   * With `waitForReplicas`, the lock never goes to the successor at once: the release's write
+   * was not waited for, so the successor takes it with an attempt of its own, which waits.
+   */
+  async release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
+    return this.releaseScript(
+      key,
+      token,
+      !this.options.fair,
+      this.options.waitForReplicas ? '' : successor,
+    );
   }
 
   /**
@@ -150,7 +157,7 @@ export class RedisLockStore implements LockStore {
    * to split the vote again; they retry after their jittered fallback delay instead.
    */
   async withdraw(key: string, token: string): Promise<void> {
-    await this.releaseScript(key, token, false);
+    await this.releaseScript(key, token, false, '');
   }
 
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
@@ -282,18 +289,27 @@ export class RedisLockStore implements LockStore {
     return this.pubsub;
   }
 
-  private async releaseScript(key: string, token: string, announce: boolean): Promise<boolean> {
+  private async releaseScript(
+    key: string,
+    token: string,
+    announce: boolean,
+    successor: string,
+  ): Promise<ReleaseOutcome> {
     const { publish } = this.cluster ? await this.pubSub(key) : PUBSUB.plain;
-    const reply = await this.command(key, 'release', () =>
+    const [released, fencingToken] = (await this.command(key, 'release', () =>
       RELEASE_SCRIPT.run(this.client, scriptKeysOf(key), [
         token,
         key,
         FENCE_TTL,
         announce ? 1 : 0,
         publish,
+        HANDOVER_LEASE,
+        successor,
       ]),
-    );
-    return Number(reply) === 1;
+    )) as [number | string, number | string];
+    return Number(fencingToken) > 0
+      ? { released: true, successorFencingToken: Number(fencingToken) }
+      : { released: Number(released) === 1 };
   }
 
   private async renewChunk(chunk: readonly RenewalEntry[]): Promise<boolean[]> {

@@ -1,6 +1,11 @@
 import { LockError, LockConnectionError, LockQuorumError, messageOf } from '../lock.errors.js';
 import { driftOf, monotonicNow } from '../lock.js';
-import type { AcquireAttempt, LockStore, RenewalEntry } from './lock-store.interface.js';
+import type {
+  AcquireAttempt,
+  LockStore,
+  ReleaseOutcome,
+  RenewalEntry,
+} from './lock-store.interface.js';
 import type { RedisLockStore } from './redis.store.js';
 
 /** One independent Redis master of a RedLock, with the name used in error messages. */
@@ -44,7 +49,6 @@ type Decision<T> = Tally<T> & { complete: Promise<Tally<T>> };
  * message of any master.
  */
 export class RedlockLockStore implements LockStore {
-  readonly confirmsHandovers = false;
   private readonly quorum: number;
   /** How many masters may fail, refuse or be slow while a majority still decides. */
   private readonly tolerated: number;
@@ -103,9 +107,14 @@ export class RedlockLockStore implements LockStore {
     return { acquired: false, pttl: pttls.length > 0 ? Math.min(...pttls) : -1 };
   }
 
-  async release(key: string, token: string): Promise<boolean> {
+  /** Releases on every master; there is no queue, so no successor. */
+  async release(key: string, token: string): Promise<ReleaseOutcome> {
     if (this.renewing.has(token)) this.released.add(token);
-    return this.decide(key, 'release', (store) => store.release(key, token));
+    const released = await this.decide(key, 'release', async (store) => {
+      const outcome = await store.release(key, token);
+      return outcome.released;
+    });
+    return { released };
   }
 
   /**

@@ -1,6 +1,13 @@
 import { RedisServer } from '../support/redis-server.js';
 import { LockNotAcquiredError } from '../../src/index.js';
-import { bootLockApp, rawClient, scriptCalls, sleep, type LockApp } from '../support/lock-app.js';
+import {
+  bootLockApp,
+  commandCalls,
+  rawClient,
+  scriptCalls,
+  sleep,
+  type LockApp,
+} from '../support/lock-app.js';
 import type { Redis } from 'ioredis';
 
 describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
@@ -35,9 +42,29 @@ describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
     const lock = await waited;
     const afterAcquire = await attempts();
     expect(afterAcquire - beforeRelease).toBeLessThanOrEqual(3);
-    expect(await monitor.pubsub('NUMSUB', held.key)).toEqual([held.key, 0]);
     await lock.release();
   });
+
+  it('keeps a subscription for the next wait on the key, then ends it', async () => {
+    const subscribes = () => commandCalls(monitor, 'subscribe');
+    const waitOnce = async () => {
+      const held = await holder.locks.acquire('again', { ttl: 60_000 });
+      const waited = waiter.locks.acquire('again', { waitTimeout: 30_000 });
+      await sleep(100);
+      await held.release();
+      await (await waited).release();
+      return held.key;
+    };
+    const before = await subscribes();
+    const key = await waitOnce();
+    await waitOnce();
+    await waitOnce();
+    // One SUBSCRIBE for three waits in a row, and it is gone once nobody waited for a while.
+    expect((await subscribes()) - before).toBe(1);
+    expect(await monitor.pubsub('NUMSUB', key)).toEqual([key, 1]);
+    while ((await monitor.pubsub('NUMSUB', key))[1] !== 0) await sleep(100);
+    expect(await commandCalls(monitor, 'unsubscribe')).toBeGreaterThanOrEqual(1);
+  }, 30_000);
 
   it('subscribes once per process and key, however many callers wait', async () => {
     const held = await holder.locks.acquire('crowd', { ttl: 60_000 });

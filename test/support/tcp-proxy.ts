@@ -10,6 +10,10 @@ export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private stalled = false;
   private delayMs = 0;
+  /** Which connections the delay applies to, by the order in which they were accepted. */
+  private delayed: (connection: number) => boolean = () => true;
+  private accepted = 0;
+  private stalling: (connection: number) => boolean = () => true;
   private readonly held: (() => void)[] = [];
 
   private constructor(
@@ -30,9 +34,10 @@ export class TcpProxy {
     return proxy;
   }
 
-  /** Holds all traffic until {@link resume}. */
-  stall(): void {
+  /** Holds all traffic (or only that of the connections `which` picks) until {@link resume}. */
+  stall(which: (connection: number) => boolean = () => true): void {
     this.stalled = true;
+    this.stalling = which;
   }
 
   /** Delivers what was held, and lets traffic flow again. */
@@ -41,9 +46,13 @@ export class TcpProxy {
     for (const deliver of this.held.splice(0)) deliver();
   }
 
-  /** Forwards every chunk `ms` later. */
-  delay(ms: number): void {
+  /**
+   * Forwards every chunk `ms` later; only on the connections `which` picks (numbered from 1 in
+   * the order they were accepted), when given.
+   */
+  delay(ms: number, which: (connection: number) => boolean = () => true): void {
     this.delayMs = ms;
+    this.delayed = which;
   }
 
   async stop(): Promise<void> {
@@ -55,24 +64,25 @@ export class TcpProxy {
 
   private pipe(client: Socket, targetPort: number): void {
     const upstream = connect(targetPort, '127.0.0.1');
+    const connection = ++this.accepted;
     for (const socket of [client, upstream]) {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
       socket.on('error', () => socket.destroy());
     }
-    this.forward(client, upstream);
-    this.forward(upstream, client);
+    this.forward(client, upstream, connection);
+    this.forward(upstream, client, connection);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   }
 
-  private forward(from: Socket, to: Socket): void {
+  private forward(from: Socket, to: Socket, connection: number): void {
     from.on('data', (chunk: Buffer) => {
       const deliver = () => {
         if (!to.destroyed) to.write(chunk);
       };
-      if (this.stalled) this.held.push(deliver);
-      else if (this.delayMs > 0) setTimeout(deliver, this.delayMs);
+      if (this.stalled && this.stalling(connection)) this.held.push(deliver);
+      else if (this.delayMs > 0 && this.delayed(connection)) setTimeout(deliver, this.delayMs);
       else deliver();
     });
   }

@@ -1,0 +1,161 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import type { Lock } from '../../src/index.js';
+import { bootLockApp, rawClient, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
+import { RedisServer } from '../support/redis-server.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+/**
+ * The fair handover, attacked: a waiter whose pub/sub connection lags its command connection,
+ * a waiter that dies while queued, and waiters whose TTL is shorter than their wait. Each
+ * holder must hold the lock in Redis from the moment its `acquire()` resolves.
+ */
+describe('the fair handover', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  const apps: LockApp[] = [];
+  const boot = async (url: string) => {
+    const app = await bootLockApp({ redis: url });
+    apps.push(app);
+    return app;
+  };
+
+  beforeAll(async () => {
+    server = await RedisServer.start();
+    redis = rawClient(server.url);
+  });
+
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    await redis.quit();
+    await server.stop();
+  });
+
+  const until = async (condition: () => Promise<boolean>) => {
+    while (!(await condition())) await sleep(10);
+  };
+
+  it('makes no second holder when the handover notice arrives after the lock changed hands', async () => {
+    const proxy = await TcpProxy.start(server.port);
+    try {
+      const holder = await boot(server.url);
+      const other = await boot(server.url);
+      // The waiter's command connection is the first through the proxy, its subscriber the second.
+      const waiter = await boot(proxy.url);
+      const held = await holder.locks.acquire('late', { ttl: 10_000 });
+      let waiterLock: Lock | undefined;
+      let ownerWhenAcquired: string | null = null;
+      const waited = waiter.locks
+        .acquire('late', { ttl: 3_000, waitTimeout: 30_000 })
+        .then(async (lock) => {
+          waiterLock = lock;
+          ownerWhenAcquired = await redis.get(lock.key);
+          return lock;
+        });
+      await until(async () => (await redis.pubsub('NUMSUB', held.key))[1] === 1);
+      // Let the waiter's fallback re-check back off to about once a second.
+      await sleep(2_500);
+      // The handover notice reaches the waiter 4.5 s late; its re-checks are held back until
+      // the handed-over lock has expired and another process took it.
+      proxy.delay(4_500, (connection) => connection >= 2);
+      proxy.stall((connection) => connection === 1);
+      const releasedAt = performance.now();
+      await held.release();
+      let taken: Lock | null = null;
+      while (!taken) {
+        taken = await other.locks.tryAcquire('late', { ttl: 10_000 });
+        if (!taken) await sleep(10);
+      }
+      proxy.resume();
+      // Past the moment the late notice arrived, with the other holder still inside.
+      await sleep(Math.max(0, releasedAt + 5_500 - performance.now()));
+      expect(waiterLock).toBeUndefined();
+      expect(taken.signal.aborted).toBe(false);
+      expect(await redis.get(taken.key)).toBe(taken.token);
+      proxy.delay(0);
+      const takenReleased = await taken.release();
+      const lock = await waited;
+      expect(takenReleased).toBe(true);
+      expect(ownerWhenAcquired).toBe(lock.token);
+      expect(lock.signal.aborted).toBe(false);
+      expect(lock.fencingToken).toBeGreaterThan(taken.fencingToken);
+      await lock.release();
+    } finally {
+      proxy.resume();
+      await proxy.stop();
+    }
+  }, 60_000);
+
+  it('costs the others about a queue lease, not a TTL, when a queued waiter dies', async () => {
+    const prefix = uniquePrefix();
+    const holder = await bootLockApp({ redis: server.url, keyPrefix: prefix });
+    const next = await bootLockApp({ redis: server.url, keyPrefix: prefix });
+    apps.push(holder, next);
+    const held = await holder.locks.acquire('dead', { ttl: 10_000 });
+    const child = startWaitingProcess(server.url, prefix, 'dead', 60_000);
+    try {
+      await until(async () => (await redis.zcard(`{${held.key}}:queue`)) === 1);
+      const queued = next.locks.acquire('dead', { waitTimeout: 20_000 });
+      await until(async () => (await redis.zcard(`{${held.key}}:queue`)) === 2);
+      // Killed while queued, first in line, with its queue lease still running.
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+      const releasedAt = performance.now();
+      await held.release();
+      // The dead waiter asked for a 60 s TTL and the live one waits at most 20 s: it only gets
+      // the lock if the dead one's turn costs far less than its TTL.
+      const lock = await queued;
+      const blockedMs = performance.now() - releasedAt;
+      console.log(`A waiter killed while queued blocked the key for ${blockedMs.toFixed(0)} ms`);
+      expect(await redis.get(lock.key)).toBe(lock.token);
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+      await lock.release();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('hands a waiter whose TTL is shorter than its wait a lock it still holds', async () => {
+    const holder = await boot(server.url);
+    const waiter = await boot(server.url);
+    const keys = ['short:1', 'short:2', 'short:3'];
+    const held = await Promise.all(keys.map((key) => holder.locks.acquire(key, { ttl: 10_000 })));
+    const waits = keys.map((key) =>
+      waiter.locks.acquire(key, { ttl: 50, waitTimeout: 20_000 }).then(async (lock) => ({
+        lock,
+        owner: await redis.get(lock.key),
+      })),
+    );
+    // Waits much longer than the waiters' 50 ms TTL, with re-checks about a second apart.
+    await sleep(2_500);
+    await Promise.all(held.map((lock) => lock.release()));
+    const acquired = await Promise.all(waits);
+    // Held, and kept alive by the watchdog for many TTLs.
+    await sleep(300);
+    for (const { lock, owner } of acquired) {
+      expect(owner).toBe(lock.token);
+      expect(lock.signal.aborted).toBe(false);
+      expect(await redis.get(lock.key)).toBe(lock.token);
+    }
+    await Promise.all(acquired.map(({ lock }) => lock.release()));
+  }, 60_000);
+});
+
+const WAITING_PROCESS = fileURLToPath(new URL('../support/waiting-process.mjs', import.meta.url));
+
+/** A separate process that queues for `key` and waits there until it is killed. */
+function startWaitingProcess(url: string, prefix: string, key: string, ttl: number): ChildProcess {
+  return fork(WAITING_PROCESS, [], {
+    execArgv: [],
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      WAITER_REDIS_URL: url,
+      WAITER_KEY_PREFIX: prefix,
+      WAITER_KEY: key,
+      WAITER_TTL: String(ttl),
+    },
+  });
+}
