@@ -91,6 +91,15 @@ export class LockExplorer implements OnModuleInit {
     } = (metadata.options ?? {}) as WithLockOptions;
     const defaults = { ttl: this.options.ttl, waitTimeout: 0, watchdog: this.options.watchdog };
     const acquire = resolveAcquireOptions(acquireOptions, defaults, where);
+    if (acquire.signal) {
+      // One signal fixed when the class is defined would abandon every call's wait at once.
+      throw new LockOptionsError(
+        'signal',
+        acquire.signal,
+        'nothing: a decorator has no per-call signal (call LockService.using with one)',
+        where,
+      );
+    }
     if (onLocked !== 'throw' && onLocked !== 'skip') {
       throw new LockOptionsError('onLocked', onLocked, `'throw' or 'skip'`, where);
     }

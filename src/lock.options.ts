@@ -87,6 +87,12 @@ export interface AcquireOptions {
   waitTimeout?: number;
   /** Renew the lock every `ttl / 3` while it is held. */
   watchdog?: boolean;
+  /**
+   * Abandons the wait when aborted: the caller leaves the queue at once and the call rejects
+   * with the signal's reason (also when it was aborted before the call). A lock acquired just
+   * as it aborts is given back. Once the lock is held, the signal has no effect.
+   */
+  signal?: AbortSignal;
 }
 
 /** Where the locks live, once validated. */
@@ -111,7 +117,12 @@ export interface ResolvedLockOptions {
 }
 
 /** Per-acquisition options after validation. */
-export type ResolvedAcquireOptions = Pick<ResolvedLockOptions, 'ttl' | 'waitTimeout' | 'watchdog'>;
+export type ResolvedAcquireOptions = Pick<
+  ResolvedLockOptions,
+  'ttl' | 'waitTimeout' | 'watchdog'
+> & {
+  signal?: AbortSignal;
+};
 
 const MODULE_OPTION_NAMES = new Set([
   'redis',
@@ -127,7 +138,7 @@ const MODULE_OPTION_NAMES = new Set([
   'waitForReplicas',
   'isGlobal',
 ]);
-const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog']);
+const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog', 'signal']);
 /**
  * How late Redis may answer a WAIT whose timeout ran out, in ms: it checks blocked clients on
  * its periodic tick (10 a second by default), plus a round trip.
@@ -239,7 +250,15 @@ export function resolveAcquireOptions(
       given.watchdog === undefined
         ? defaults.watchdog
         : checkBoolean('watchdog', given.watchdog, where),
+    signal: given.signal === undefined ? undefined : checkSignal(given.signal, where),
   };
+}
+
+function checkSignal(value: unknown, where?: string): AbortSignal {
+  if (!(value instanceof AbortSignal)) {
+    throw new LockOptionsError('signal', value, 'an AbortSignal', where);
+  }
+  return value;
 }
 
 /** A TTL: an integer number of milliseconds between {@link MIN_TTL} and the timer limit. */

@@ -22,7 +22,7 @@ import {
   type ResolvedLockOptions,
 } from './lock.options.js';
 import type { AcquireAttempt, LockStore, ReleaseOutcome } from './store/lock-store.interface.js';
-import { Waiters } from './waiters.js';
+import { Waiters, type Waiter } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
 
 /** How long shutdown waits for the release of the locks still held. */
@@ -311,6 +311,8 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   ): Promise<HeldLock | undefined> {
     const key = toRedisKey(this.options.keyPrefix, name);
     if (this.closed) throw shutDownError();
+    const { signal } = resolved;
+    signal?.throwIfAborted();
     const token = newToken();
     const startedAt = monotonicNow();
     const queue = this.options.fair && resolved.waitTimeout > 0;
@@ -345,6 +347,11 @@ export class LockService implements LockOwner, OnApplicationShutdown {
             }
             return result;
           });
+    if (signal?.aborted) {
+      // Abandoned during the attempt: give back whatever it took (the lock, a queue place).
+      await this.store.release(key, token).catch(() => undefined);
+      throw signal.reason;
+    }
     if (first.acquired) return hold(first.fencingToken, startedAt);
     if (resolved.waitTimeout === 0) {
       if (!throwIfHeld) return undefined;
@@ -353,40 +360,46 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     // Leaves the store's queue, where the first attempt may have put the caller; a lock
     // reserved for it meanwhile goes on to the next in line.
     const leave = () => void this.store.release(key, token).catch(() => undefined);
-    return new Promise<HeldLock>((resolve, reject) =>
-      this.waiters.wait(
-        key,
-        {
-          token,
-          deadline: startedAt + resolved.waitTimeout,
-          attempt,
-          acquired: (fencingToken, validFrom) => {
-            try {
-              resolve(hold(fencingToken, validFrom));
-            } catch (error) {
-              reject(error);
-            }
-          },
-          failed: (error) => {
-            leave();
+    return new Promise<HeldLock>((resolve, reject) => {
+      const stopListening = () => signal?.removeEventListener('abort', abandon);
+      const waiter: Waiter = {
+        token,
+        deadline: startedAt + resolved.waitTimeout,
+        attempt,
+        acquired: (fencingToken, validFrom) => {
+          stopListening();
+          try {
+            resolve(hold(fencingToken, validFrom));
+          } catch (error) {
             reject(error);
-          },
-          timedOut: (pttl) => {
-            leave();
-            reject(
-              new LockNotAcquiredError(
-                name,
-                monotonicNow() - startedAt,
-                pttl >= 0 ? pttl : undefined,
-              ),
-            );
-          },
-          abandoned: leave,
+          }
         },
-        first.pttl,
-        heard,
-      ),
-    );
+        failed: (error) => {
+          stopListening();
+          leave();
+          reject(error);
+        },
+        timedOut: (pttl) => {
+          stopListening();
+          leave();
+          reject(
+            new LockNotAcquiredError(
+              name,
+              monotonicNow() - startedAt,
+              pttl >= 0 ? pttl : undefined,
+            ),
+          );
+        },
+        abandoned: leave,
+      };
+      const abandon = () =>
+        this.waiters.cancel(key, waiter, () => {
+          leave();
+          reject(signal?.reason);
+        });
+      signal?.addEventListener('abort', abandon, { once: true });
+      this.waiters.wait(key, waiter, first.pttl, heard);
+    });
   }
 
   /** Runs `work` so that shutdown waits for it before it releases and closes. */

@@ -138,6 +138,16 @@ export class Waiters {
   }
 
   /**
+   * The caller stops waiting (its wait was aborted): `left` is called if it was still waiting.
+   * Should an attempt of its be on its way and succeed, the caller is told it was
+   * {@link Waiter.abandoned}.
+   */
+  cancel(key: string, waiter: Waiter, left: () => void): void {
+    const queue = this.queues.get(key);
+    if (queue) this.drop(queue, waiter, left);
+  }
+
+  /**
    * Fails every waiting caller with `error` and ends all subscriptions. Returns the key and
    * token of each, for the caller to take them out of the store's queues.
    */
@@ -305,13 +315,22 @@ export class Waiters {
       this.armDeadline(queue, waiter);
       return;
     }
+    this.drop(queue, waiter, () => waiter.timedOut(queue.pttl));
+  }
+
+  /**
+   * Takes a caller that stops waiting out of the line, tells it (`left`), and lets the next
+   * one go on; `false` if it was no longer there.
+   */
+  private drop(queue: KeyQueue, waiter: Waiter, left: () => void): boolean {
     const wasHead = queue.waiters[0] === waiter;
-    if (!this.remove(queue, waiter)) return;
-    waiter.timedOut(queue.pttl);
+    if (!this.remove(queue, waiter)) return false;
+    left();
     // While the old head's attempt is on its way, its result decides what comes next.
-    if (queue.attempting) return;
+    if (queue.attempting) return true;
     if (queue.waiters.length === 0) this.linger(queue);
     else if (wasHead) this.afterAttempt(queue, true);
+    return true;
   }
 
   /** Takes a waiter out of the queue; `false` if it was no longer there. */
