@@ -39,7 +39,9 @@ describe('key templates', () => {
   it('give different keys when a value contains the literal text that follows its placeholder', () => {
     expect(render('t:<a>-<b>', 'a-b', 'c')).not.toBe(render('t:<a>-<b>', 'a', 'b-c'));
     expect(render('<a><b>', 'ab', 'c')).not.toBe(render('<a><b>', 'a', 'bc'));
-    expect(render('<a>%<b>', 'a%', 'b')).not.toBe(render('<a>%<b>', 'a', '%b'));
+    // Text that starts with `%`, as every escape code does: `z` + `%` + `25%25` against
+    // `z%25` + `%` + `25`.
+    expect(render('<a>%<b>', 'z', '25%')).not.toBe(render('<a>%<b>', 'z%', '25'));
   });
 
   it('give different keys to different lone surrogates, which Redis would store alike', () => {
@@ -92,7 +94,7 @@ describe('key templates', () => {
       };
       const seen = new Map<string, string>();
       const collisions: string[] = [];
-      for (let i = 0; i < 20_000; i++) {
+      for (let i = 0; i < 5_000; i++) {
         const tuple = Array.from({ length: count }, pick);
         const key = onTheWire(render(template, ...tuple));
         const id = JSON.stringify(tuple);
