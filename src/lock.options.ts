@@ -34,7 +34,8 @@ export interface LockModuleOptions {
    *   is held when a majority of them granted it within its validity.
    *
    * A client passed in is reused and never closed by the module; a client the module creates
-   * is closed on shutdown. Default: `redis://127.0.0.1:6379`.
+   * connects on its first command (so that a failed boot leaves no connection open) and is
+   * closed on shutdown. Default: `redis://127.0.0.1:6379`.
    */
   redis?: RedisServerConfig | Cluster | RedisClusterConfig | RedisServerConfig[];
   /** Prepended to every key. Default `'lock:'`. Must not contain `{` or `}`. */

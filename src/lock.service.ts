@@ -22,6 +22,7 @@ import {
   type ResolvedLockOptions,
 } from './lock.options.js';
 import type { AcquireAttempt, LockStore, ReleaseOutcome } from './store/lock-store.interface.js';
+import { Tenure } from './tenure.js';
 import { Waiters, type Waiter } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
 
@@ -53,7 +54,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   private readonly waiters: Waiters;
   private readonly context = new AsyncLocalStorage<{
     current: Lock;
-    locks: Map<string, HeldLock>;
+    locks: Map<string, Tenure>;
   }>();
   private closed = false;
   /** First acquisition attempts on their way, which shutdown lets finish before it cleans up. */
@@ -99,7 +100,10 @@ export class LockService implements LockOwner, OnApplicationShutdown {
    * ran, rejects with {@link LockLostError} after `fn` settles (unless `fn` itself threw), so
    * that the caller learns that the work was not protected. Inside `fn`, {@link current}
    * returns the lock. Reentrant: inside work that already holds `key` (in the same async call
-   * chain), `fn` runs at once under the lock held further out.
+   * chain), `fn` runs at once under the lock held further out. That lock stays held until such
+   * a nested call settles too, even a detached one (started from a timer or a promise nobody
+   * awaits), so the outer call settles only after it; a nested call that starts once the outer
+   * lock has ended (or was lost) acquires the lock afresh instead.
    */
   async using<T>(
     key: string,
@@ -172,9 +176,10 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   /**
    * @internal Runs `work` holding the locks on `names`: deduplicated and taken in sorted order
    * (so that two calls on the same keys cannot deadlock), reusing those that the surrounding
-   * work in the same async call chain already holds. When the locks end they are released, or,
-   * with `holdFor`, left to expire `holdFor` ms after they were taken. Rejects with the
-   * `LockLostError` of a lock lost during `work` once `work` settles, unless `work` threw.
+   * work in the same async call chain holds. A lock taken here ends once `work` and every call
+   * that reused it (detached ones included) have settled: then it is released, or, with
+   * `holdFor`, left to expire `holdFor` ms after it was taken. Rejects with the `LockLostError`
+   * of a lock lost before then, unless `work` threw.
    */
   async runLocked<T>(
     names: readonly string[],
@@ -192,47 +197,57 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     ].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const outer = this.context.getStore()?.locks;
     const deadline = monotonicNow() + options.waitTimeout;
-    const taken: HeldLock[] = [];
-    const all: HeldLock[] = [];
+    const taken: Tenure[] = [];
+    const reused: Tenure[] = [];
+    const all: Tenure[] = [];
+    const leaveReused = () => reused.forEach((tenure) => tenure.leave());
     try {
       for (const [key, name] of keys) {
-        const reused = outer?.get(key);
-        if (reused?.held) {
-          all.push(reused);
+        const shared = outer?.get(key);
+        if (shared?.join()) {
+          reused.push(shared);
+          all.push(shared);
           continue;
         }
         const waitTimeout = Math.max(0, deadline - monotonicNow());
         const lock = (await this.obtain(name, { ...options, waitTimeout }, true)) as HeldLock;
-        taken.push(lock);
-        all.push(lock);
+        const tenure = new Tenure(lock);
+        taken.push(tenure);
+        all.push(tenure);
       }
     } catch (error) {
-      await Promise.all(taken.map((lock) => this.releaseAfterWork(lock)));
+      leaveReused();
+      await Promise.all(taken.map(({ lock }) => this.releaseAfterWork(lock)));
       if (onHeld && error instanceof LockNotAcquiredError) return onHeld(error);
       throw error;
     }
     const frame = {
-      current: all[0],
-      locks: new Map([...(outer ?? []), ...all.map((l) => [l.key, l] as const)]),
+      current: all[0].lock,
+      locks: new Map([...(outer ?? []), ...all.map((t) => [t.lock.key, t] as const)]),
     };
-    const end = () =>
-      Promise.all(
-        taken.map((lock) =>
-          holdFor === undefined ? this.releaseAfterWork(lock) : this.leaveToExpire(lock, holdFor),
-        ),
+    const end = () => {
+      leaveReused();
+      return Promise.all(
+        taken.map(async (tenure) => {
+          await tenure.end();
+          await (holdFor === undefined
+            ? this.releaseAfterWork(tenure.lock)
+            : this.leaveToExpire(tenure.lock, holdFor));
+        }),
       );
+    };
     let result: T;
     try {
-      const lost = all.find((lock) => !lock.held);
-      if (lost) throw lost.signal.reason;
+      const lost = all.find(({ lock }) => !lock.held);
+      if (lost) throw lost.lock.signal.reason;
       result = await this.context.run(frame, work);
     } catch (error) {
       await end();
       throw error;
     }
     await end();
-    const lost = all.find((lock) => lock.lost);
-    if (lost) throw lost.signal.reason;
+    const lost = all.find(({ lock }) => lock.lost);
+    if (lost) throw lost.lock.signal.reason;
     return result;
   }
 

@@ -19,7 +19,18 @@ export interface TemplateSite {
   hasRest: boolean;
 }
 
-type Segment = string | { path: readonly string[]; placeholder: string; index: number };
+interface Placeholder {
+  path: readonly string[];
+  placeholder: string;
+  index: number;
+  /** Encodes the value so that it cannot run into what follows it in the template. */
+  encode: (value: string) => string;
+}
+
+/** A placeholder as parsed, before what follows it is known. */
+type ParsedPlaceholder = Omit<Placeholder, 'encode'>;
+
+type Segment = string | Placeholder;
 
 /**
  * Compiles `@WithLock` keys once, at boot, checking every placeholder against the method's
@@ -43,7 +54,7 @@ export function compileKeys(source: LockKeySource, site: TemplateSite): KeyResol
 
 function parseTemplate(template: string, site: TemplateSite): Segment[] {
   if (template.length === 0) fail(site, 'the key template is empty');
-  const segments: Segment[] = [];
+  const segments: (string | ParsedPlaceholder)[] = [];
   const pattern = /<([^<>]*)>|([^<>]+)|([<>])/g;
   for (const match of template.matchAll(pattern)) {
     const [, placeholder, literal, stray] = match;
@@ -52,10 +63,16 @@ function parseTemplate(template: string, site: TemplateSite): Segment[] {
       fail(site, `template "${template}" has an unbalanced "${stray}" at position ${match.index}`);
     } else segments.push(compilePlaceholder(placeholder, template, site));
   }
-  return segments;
+  return segments.map((segment, i) =>
+    typeof segment === 'string' ? segment : { ...segment, encode: encoderBefore(segments[i + 1]) },
+  );
 }
 
-function compilePlaceholder(placeholder: string, template: string, site: TemplateSite): Segment {
+function compilePlaceholder(
+  placeholder: string,
+  template: string,
+  site: TemplateSite,
+): ParsedPlaceholder {
   const path = placeholder.split('.');
   if (path.some((part) => part.trim().length === 0 || part !== part.trim())) {
     fail(site, `template "${template}" has a malformed placeholder <${placeholder}>`);
@@ -101,7 +118,7 @@ function render(
       value = (value as Record<string, unknown>)[property];
       walked += `.${property}`;
     }
-    key += escapeValue(toKeyPart(value, segment.placeholder, walked, template, site));
+    key += segment.encode(toKeyPart(value, segment.placeholder, walked, template, site));
   }
   return key;
 }
@@ -149,15 +166,66 @@ function toKeyPart(
 }
 
 /**
- * Percent-encodes the characters that give a key its structure (`:`, braces, glob characters,
- * `<`, `>`, whitespace and `%` itself), so that a value such as `1:admin` or `*` can neither
- * collide with another key nor change the key's hash tag. The encoding is one-to-one.
+ * Percent-encoded in every value: the escape character itself, what gives a key its structure
+ * (`:`, the hash tag's braces, glob characters, `<`, `>`), whitespace, control characters, and
+ * lone surrogates (which Redis would store alike, as U+FFFD).
  */
-export function escapeValue(value: string): string {
-  return value.replace(
-    /[%:{}*?[\]\\<>\s\p{Cc}]/gu,
-    (char) => `%${char.codePointAt(0)!.toString(16).toUpperCase().padStart(2, '0')}`,
-  );
+const ALWAYS_ESCAPED = /[%:{}*?[\]\\<>\s\p{Cc}\p{Cs}]/u;
+
+/**
+ * Ends a value that no literal character can end: `%` followed by a character that is not an
+ * (upper-case) hex digit, which no encoded value contains.
+ */
+const VALUE_END = '%_';
+
+/**
+ * How a placeholder's value is written so that the key can be read back, left to right, into
+ * the tuple of values: no two tuples give one key. A value cannot contain (unescaped) the
+ * character that follows its placeholder, so that character marks where the value ends. Where
+ * no such character exists (another placeholder follows, or literal text that starts with `%`,
+ * which every escape code starts with), the value is closed with {@link VALUE_END}. At the end
+ * of the template the key's end ends the value.
+ */
+function encoderBefore(next: string | ParsedPlaceholder | undefined): (value: string) => string {
+  if (next === undefined) return (value) => escapeValue(value);
+  if (typeof next !== 'string' || next.startsWith('%')) {
+    return (value) => escapeValue(value) + VALUE_END;
+  }
+  const point = next.codePointAt(0) ?? 0;
+  // A lone surrogate in the template reaches Redis as U+FFFD, so that is what ends the value.
+  const boundary = String.fromCodePoint(point >= 0xd800 && point <= 0xdfff ? 0xfffd : point);
+  return (value) => escapeValue(value, boundary);
+}
+
+/**
+ * Writes each character of {@link ALWAYS_ESCAPED}, and `boundary`, as `%XX` per byte of its
+ * UTF-8 form; every other character stays as it is, so that ordinary ids stay readable.
+ */
+function escapeValue(value: string, boundary?: string): string {
+  let encoded = '';
+  for (const char of value) {
+    encoded += char === boundary || ALWAYS_ESCAPED.test(char) ? percentEncoded(char) : char;
+  }
+  return encoded;
+}
+
+/**
+ * Every code is three characters long, so no code can be read as a shorter one followed by
+ * literal characters. A lone surrogate gets the generalised UTF-8 form that no valid UTF-8
+ * text contains, so that it differs from every character, U+FFFD included.
+ */
+function percentEncoded(char: string): string {
+  const point = char.codePointAt(0) ?? 0;
+  const tail = (shift: number) => 0x80 | ((point >> shift) & 0x3f);
+  const bytes =
+    point < 0x80
+      ? [point]
+      : point < 0x800
+        ? [0xc0 | (point >> 6), tail(0)]
+        : point < 0x10000
+          ? [0xe0 | (point >> 12), tail(6), tail(0)]
+          : [0xf0 | (point >> 18), tail(12), tail(6), tail(0)];
+  return bytes.map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join('');
 }
 
 function keysFromFunction(

@@ -426,17 +426,25 @@ async function closeConnection(connection: Redis | Cluster): Promise<void> {
  */
 const CLIENT_DEFAULTS: RedisOptions = { disconnectTimeout: 200 };
 
+/**
+ * The module's clients connect on their first command, not when they are created: a boot that
+ * fails after the store was created (in any module's provider or hook) calls no shutdown hook,
+ * and a connection opened then would stay open and keep the process alive.
+ */
+const LAZY = { lazyConnect: true } as const;
+
 /** Creates the client the module owns from a URL or ioredis options. */
 export function createRedisClient(config: string | RedisOptions): Redis {
   return typeof config === 'string'
-    ? new Redis(config, CLIENT_DEFAULTS)
-    : new Redis({ ...CLIENT_DEFAULTS, ...config });
+    ? new Redis(config, { ...CLIENT_DEFAULTS, ...LAZY })
+    : new Redis({ ...CLIENT_DEFAULTS, ...config, ...LAZY });
 }
 
 /** Creates the Cluster client the module owns from its startup nodes and options. */
 export function createClusterClient({ cluster, clusterOptions = {} }: RedisClusterConfig): Cluster {
   return new Cluster(cluster, {
     ...clusterOptions,
+    ...LAZY,
     redisOptions: { ...CLIENT_DEFAULTS, ...clusterOptions.redisOptions },
   });
 }
