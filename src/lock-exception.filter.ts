@@ -90,15 +90,15 @@ function bodyOf(error: LockNotAcquiredError): LockErrorBody {
 
 /**
  * The error a GraphQL resolver ends with: graphql-js copies the `extensions` of the error it
- * wraps into the response, and Apollo keeps an `extensions.code` that is set.
+ * wraps into the response, and Apollo keeps an `extensions.code` that is set. Still a
+ * `LockNotAcquiredError`, for an Apollo `formatError` that looks for one.
  */
-class LockGraphQLError extends Error {
+class LockGraphQLError extends LockNotAcquiredError {
   constructor(
-    error: LockNotAcquiredError,
+    { key, waitedMs, holderTtlMs, throttled, retryAfterMs }: LockNotAcquiredError,
     readonly extensions: LockGraphQLErrorExtensions,
   ) {
-    super(error.message, { cause: error });
-    this.name = 'LockNotAcquiredError';
+    super(key, waitedMs, holderTtlMs, throttled, retryAfterMs);
   }
 }
 

@@ -1,9 +1,10 @@
+import { unwrapResolverError } from '@apollo/server/errors';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import type { INestApplication } from '@nestjs/common';
 import { Args, Field, GraphQLModule, Mutation, ObjectType, Query, Resolver } from '@nestjs/graphql';
 import { Test, type TestingModule } from '@nestjs/testing';
 import request from 'supertest';
-import { WithLock } from '../../src/index.js';
+import { LockNotAcquiredError, WithLock } from '../../src/index.js';
 import {
   conflictMessage,
   lockModule,
@@ -42,6 +43,8 @@ class OrdersResolver {
 describe('a held lock in a GraphQL (Apollo) resolver', () => {
   let module: TestingModule;
   let app: INestApplication;
+  /** What an app's own `formatError` is given, unwrapped. */
+  const formatted: unknown[] = [];
 
   beforeAll(async () => {
     module = await Test.createTestingModule({
@@ -52,6 +55,10 @@ describe('a held lock in a GraphQL (Apollo) resolver', () => {
           autoSchemaFile: true,
           // The shapes below are those of production, where Apollo adds no stack traces.
           includeStacktraceInErrorResponses: false,
+          formatError: (error, original) => {
+            formatted.push(unwrapResolverError(original));
+            return error;
+          },
         }),
       ],
       providers: [OrdersResolver],
@@ -84,6 +91,8 @@ describe('a held lock in a GraphQL (Apollo) resolver', () => {
         ],
       });
     });
+    expect(formatted.at(-1)).toBeInstanceOf(LockNotAcquiredError);
+    expect(formatted.at(-1)).toMatchObject({ key: 'order:1', throttled: false });
     expect(await mutate('editOrder', '1')).toEqual({ data: { editOrder: { id: '1' } } });
   });
 
