@@ -2,7 +2,11 @@ export { LockModule } from './lock.module.js';
 export { LockService } from './lock.service.js';
 export { WithLock, type WithLockOptions } from './decorators/with-lock.decorator.js';
 export type { LockKeySource } from './decorators/key-template.js';
-export { LockExceptionFilter } from './lock-exception.filter.js';
+export {
+  LockExceptionFilter,
+  type LockErrorBody,
+  type LockGraphQLErrorExtensions,
+} from './lock-exception.filter.js';
 export type { Lock } from './lock.js';
 export type {
   AcquireOptions,

@@ -15,14 +15,19 @@ export class LockNotAcquiredError extends LockError {
   /**
    * @param key the key as the caller named it (without the module's `keyPrefix`)
    * @param waitedMs how long the caller waited before giving up
-   * @param retryAfterMs how long the current holder's lock still has to live, when known
+   * @param holderTtlMs the holder's remaining TTL in Redis as the last attempt saw it, when
+   *   known. No forecast: the holder's watchdog renews it, and the holder may release sooner.
    * @param throttled the lock is a `holdFor` throttle: the caller is early, not in a conflict
+   * @param retryAfterMs when a retry can succeed at the earliest, when that is known: for a
+   *   throttle, what is left of its window. A plain conflict has none, as its holder may
+   *   finish at any moment.
    */
   constructor(
     readonly key: string,
     readonly waitedMs: number,
-    readonly retryAfterMs?: number,
+    readonly holderTtlMs?: number,
     readonly throttled = false,
+    readonly retryAfterMs = throttled ? holderTtlMs : undefined,
   ) {
     super(
       throttled

@@ -133,8 +133,14 @@ export class LockExplorer implements OnModuleInit {
       holdFor: locked.holdFor,
       onHeld: (error) => {
         if (locked.onLocked === 'skip') return undefined;
-        if (locked.holdFor === undefined) throw error;
-        throw new LockNotAcquiredError(error.key, error.waitedMs, error.retryAfterMs, true);
+        const { holdFor } = locked;
+        if (holdFor === undefined) throw error;
+        // Once the call that opened the window has returned, the lock expires when the window
+        // ends; while that call still runs, its watchdog keeps the TTL at `ttl`, which may be
+        // longer than the whole window.
+        const { key, waitedMs, holderTtlMs } = error;
+        const retryAfterMs = holderTtlMs === undefined ? undefined : Math.min(holderTtlMs, holdFor);
+        throw new LockNotAcquiredError(key, waitedMs, holderTtlMs, true, retryAfterMs);
       },
     });
   }

@@ -63,7 +63,9 @@ describe.each(backends)(
       const error = await app.locks.acquire('busy', { waitTimeout: 0 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockNotAcquiredError);
       expect(error).toMatchObject({ key: 'busy', waitedMs: 0 });
-      expect((error as LockNotAcquiredError).retryAfterMs).toBeGreaterThan(0);
+      expect((error as LockNotAcquiredError).holderTtlMs).toBeGreaterThan(0);
+      // The holder may release at any moment: no retry time is known.
+      expect((error as LockNotAcquiredError).retryAfterMs).toBeUndefined();
       expect((error as Error).message).not.toContain(held.token);
       await held.release();
     });
