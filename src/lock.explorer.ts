@@ -11,9 +11,8 @@ import {
   type WithLockOptions,
 } from './decorators/with-lock.decorator.js';
 import { LOCK_OPTIONS, WITH_LOCK_METADATA } from './lock.constants.js';
-import { LockNotAcquiredError, LockOptionsError } from './lock.errors.js';
+import { LockOptionsError } from './lock.errors.js';
 import {
-  checkTtl,
   resolveAcquireOptions,
   type ResolvedAcquireOptions,
   type ResolvedLockOptions,
@@ -25,7 +24,6 @@ interface LockedMethod {
   keys: KeyResolver;
   acquire: ResolvedAcquireOptions;
   onLocked: 'throw' | 'skip';
-  holdFor?: number;
   returnsObservable: boolean;
   method: (...args: any[]) => unknown;
 }
@@ -84,11 +82,7 @@ export class LockExplorer implements OnModuleInit {
     prototype: object,
   ): LockedMethod {
     const where = `@WithLock on ${className}.${methodName}`;
-    const {
-      onLocked = 'throw',
-      holdFor,
-      ...acquireOptions
-    } = (metadata.options ?? {}) as WithLockOptions;
+    const { onLocked = 'throw', ...acquireOptions } = (metadata.options ?? {}) as WithLockOptions;
     const defaults = { ttl: this.options.ttl, waitTimeout: 0, watchdog: this.options.watchdog };
     const acquire = resolveAcquireOptions(acquireOptions, defaults, where);
     if (acquire.signal) {
@@ -103,14 +97,12 @@ export class LockExplorer implements OnModuleInit {
     if (onLocked !== 'throw' && onLocked !== 'skip') {
       throw new LockOptionsError('onLocked', onLocked, `'throw' or 'skip'`, where);
     }
-    if (holdFor !== undefined) checkTtl('holdFor', holdFor, where);
     const { names, hasRest } = parameterNames(metadata.method);
     const returnType: unknown = Reflect.getMetadata('design:returntype', prototype, methodName);
     return {
       keys: compileKeys(metadata.key, { className, methodName, parameters: names, hasRest }),
       acquire,
       onLocked,
-      holdFor,
       returnsObservable: returnType === Observable,
       method: metadata.method,
     };
@@ -122,26 +114,16 @@ export class LockExplorer implements OnModuleInit {
       : (self, args) => this.invoke(locked, args, () => locked.method.apply(self, args));
   }
 
-  /** Runs one call under its locks; what a held lock does depends on `onLocked` and `holdFor`. */
+  /** Runs one call under its locks; what a held lock does depends on `onLocked`. */
   private async invoke(
     locked: LockedMethod,
     args: unknown[],
     work: () => unknown,
   ): Promise<unknown> {
     const keys = locked.keys(args);
-    return this.locks.runLocked(keys, locked.acquire, work, {
-      holdFor: locked.holdFor,
-      onHeld: (error) => {
-        if (locked.onLocked === 'skip') return undefined;
-        const { holdFor } = locked;
-        if (holdFor === undefined) throw error;
-        // Once the call that opened the window has returned, the lock expires when the window
-        // ends; while that call still runs, its watchdog keeps the TTL at `ttl`, which may be
-        // longer than the whole window.
-        const { key, waitedMs, holderTtlMs } = error;
-        const retryAfterMs = holderTtlMs === undefined ? undefined : Math.min(holderTtlMs, holdFor);
-        throw new LockNotAcquiredError(key, waitedMs, holderTtlMs, true, retryAfterMs);
-      },
+    return this.locks.runLocked(keys, locked.acquire, work, (error) => {
+      if (locked.onLocked === 'skip') return undefined;
+      throw error;
     });
   }
 

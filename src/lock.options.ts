@@ -89,6 +89,13 @@ export interface AcquireOptions {
   /** Renew the lock every `ttl / 3` while it is held. */
   watchdog?: boolean;
   /**
+   * Throttle mode: when the work ends (`using`, `@WithLock`) or the lock is released, it is not
+   * deleted but left to expire `holdFor` ms after it was taken (or deleted at once if that
+   * moment has passed). Meanwhile callers that use `holdFor` too get a throttled
+   * `LockNotAcquiredError` (`429 Too Many Requests` over HTTP) with the window's remaining time.
+   */
+  holdFor?: number;
+  /**
    * Abandons the wait when aborted: the caller leaves the queue at once and the call rejects
    * with the signal's reason (also when it was aborted before the call). A lock acquired just
    * as it aborts is given back. Once the lock is held, the signal has no effect.
@@ -122,6 +129,7 @@ export type ResolvedAcquireOptions = Pick<
   ResolvedLockOptions,
   'ttl' | 'waitTimeout' | 'watchdog'
 > & {
+  holdFor?: number;
   signal?: AbortSignal;
 };
 
@@ -139,7 +147,7 @@ const MODULE_OPTION_NAMES = new Set([
   'waitForReplicas',
   'isGlobal',
 ]);
-const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog', 'signal']);
+const ACQUIRE_OPTION_NAMES = new Set(['ttl', 'waitTimeout', 'watchdog', 'holdFor', 'signal']);
 /**
  * How late Redis may answer a WAIT whose timeout ran out, in ms: it checks blocked clients on
  * its periodic tick (10 a second by default), plus a round trip.
@@ -251,6 +259,7 @@ export function resolveAcquireOptions(
       given.watchdog === undefined
         ? defaults.watchdog
         : checkBoolean('watchdog', given.watchdog, where),
+    holdFor: given.holdFor === undefined ? undefined : checkTtl('holdFor', given.holdFor, where),
     signal: given.signal === undefined ? undefined : checkSignal(given.signal, where),
   };
 }

@@ -21,7 +21,7 @@ import {
   type ResolvedAcquireOptions,
   type ResolvedLockOptions,
 } from './lock.options.js';
-import type { AcquireAttempt, LockStore, ReleaseOutcome } from './store/lock-store.interface.js';
+import type { AcquireAttempt, LockStore } from './store/lock-store.interface.js';
 import { Tenure } from './tenure.js';
 import { Waiters, type Waiter } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
@@ -185,13 +185,9 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     names: readonly string[],
     options: ResolvedAcquireOptions,
     work: () => Promise<T> | T,
-    hooks: {
-      holdFor?: number;
-      /** Answers for the call when a lock is held by someone else (instead of throwing). */
-      onHeld?: (error: LockNotAcquiredError) => T;
-    } = {},
+    /** Answers for the call when a lock is held by someone else (instead of throwing). */
+    onHeld?: (error: LockNotAcquiredError) => T,
   ): Promise<T> {
-    const { holdFor, onHeld } = hooks;
     const keys = [
       ...new Map(names.map((name) => [toRedisKey(this.options.keyPrefix, name), name])),
     ].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -230,9 +226,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       return Promise.all(
         taken.map(async (tenure) => {
           await tenure.end();
-          await (holdFor === undefined
-            ? this.releaseAfterWork(tenure.lock)
-            : this.leaveToExpire(tenure.lock, holdFor));
+          await this.releaseAfterWork(tenure.lock);
         }),
       );
     };
@@ -252,34 +246,24 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   }
 
   /**
-   * @internal Called by {@link Lock.release}. In fair mode the lock goes straight to the
-   * longest-waiting caller of this process if it is first in the store's queue too: the
-   * release's reply, to a request sent before the store gave it, dates its validity.
+   * @internal Called by {@link Lock.release}: deletes the lock, or with `holdFor` leaves it in
+   * the store until `holdFor` ms after it was taken. Either way this process stops renewing it.
    */
   async releaseLock(lock: HeldLock): Promise<boolean> {
     if (!lock.markReleased()) return false;
     this.watchdog.untrack(lock);
-    const successor = this.options.fair ? this.waiters.successor(lock.key) : undefined;
-    const sentAt = monotonicNow();
-    let outcome: ReleaseOutcome;
+    const keepFor =
+      lock.holdFor === undefined ? 0 : Math.ceil(lock.acquiredAt + lock.holdFor - monotonicNow());
+    let released: boolean;
     try {
-      outcome = await this.store.release(lock.key, lock.token, successor);
+      released = keepFor >= MIN_TTL ? await this.keep(lock, keepFor) : await this.delete(lock);
     } catch (error) {
       lock.markHeldAgain();
       this.watchdog.track(lock);
       throw error;
     }
-    if (!outcome.released) lock.markLost('it had expired or been taken before it was released');
-    const { successorFencingToken } = outcome;
-    if (
-      successor !== undefined &&
-      successorFencingToken !== undefined &&
-      !this.waiters.handOver(lock.key, successor, successorFencingToken, sentAt)
-    ) {
-      // The successor stopped waiting meanwhile: the lock goes on to the next in line.
-      this.store.release(lock.key, successor).catch(() => undefined);
-    }
-    return outcome.released;
+    if (!released) lock.markLost('it had expired or been taken before it was released');
+    return released;
   }
 
   /** @internal Called by {@link HeldLock}. */
@@ -343,6 +327,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
         resolved.ttl,
         resolved.watchdog,
         validFrom,
+        resolved.holdFor,
       );
       this.watchdog.track(lock);
       return this.usable(lock);
@@ -370,7 +355,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     if (first.acquired) return hold(first.fencingToken, startedAt);
     if (resolved.waitTimeout === 0) {
       if (!throwIfHeld) return undefined;
-      throw new LockNotAcquiredError(name, 0, first.pttl >= 0 ? first.pttl : undefined);
+      throw notAcquired(name, 0, first.pttl, resolved.holdFor);
     }
     // Leaves the store's queue, where the first attempt may have put the caller; a lock
     // reserved for it meanwhile goes on to the next in line.
@@ -397,13 +382,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
         timedOut: (pttl) => {
           stopListening();
           leave();
-          reject(
-            new LockNotAcquiredError(
-              name,
-              monotonicNow() - startedAt,
-              pttl >= 0 ? pttl : undefined,
-            ),
-          );
+          reject(notAcquired(name, monotonicNow() - startedAt, pttl, resolved.holdFor));
         },
         abandoned: leave,
       };
@@ -447,22 +426,39 @@ export class LockService implements LockOwner, OnApplicationShutdown {
   }
 
   /**
-   * Throttle mode: leaves the lock in Redis until `holdFor` ms after it was taken, or releases
-   * it now if that moment has passed. Either way this process stops renewing it.
+   * Deletes the lock. In fair mode it goes straight to the longest-waiting caller of this
+   * process if that caller is first in the store's queue too: the release's reply, to a request
+   * sent before the store gave it, dates its validity.
    */
-  private async leaveToExpire(lock: HeldLock, holdFor: number): Promise<void> {
-    const remaining = Math.ceil(lock.acquiredAt + holdFor - monotonicNow());
-    if (remaining < MIN_TTL || !lock.held) {
-      await this.releaseAfterWork(lock);
-      return;
+  private async delete(lock: HeldLock): Promise<boolean> {
+    const successor = this.options.fair ? this.waiters.successor(lock.key) : undefined;
+    const sentAt = monotonicNow();
+    const { released, successorFencingToken } = await this.store.release(
+      lock.key,
+      lock.token,
+      successor,
+    );
+    if (
+      successor !== undefined &&
+      successorFencingToken !== undefined &&
+      !this.waiters.handOver(lock.key, successor, successorFencingToken, sentAt)
+    ) {
+      // The successor stopped waiting meanwhile: the lock goes on to the next in line.
+      this.store.release(lock.key, successor).catch(() => undefined);
     }
-    try {
-      await this.watchdog.extend(lock, remaining);
-    } catch (error) {
-      this.logger.warn(`Could not set the hold time of lock "${lock.name}": ${messageOf(error)}`);
-    }
-    this.watchdog.untrack(lock);
-    lock.markReleased();
+    return released;
+  }
+
+  /**
+   * Throttle mode (`holdFor`): leaves the lock in the store for `ms` more, so that it ends
+   * `holdFor` ms after it was taken; `false` if it was no longer ours.
+   */
+  private async keep(lock: HeldLock, ms: number): Promise<boolean> {
+    const [kept] = await this.store.renew([
+      { key: lock.key, token: lock.token, ttl: ms, fencingToken: lock.fencingToken },
+    ]);
+    if (kept === undefined) throw new LockConnectionError(lock.name, 'the hold was not decided');
+    return kept;
   }
 
   /**
@@ -489,6 +485,23 @@ export class LockService implements LockOwner, OnApplicationShutdown {
       this.store.release(lock.key, lock.token).catch(() => undefined);
     }
   }
+}
+
+/**
+ * The lock was held all the time the caller waited. With `holdFor`, the holder is a throttle
+ * whose window ends within `holdFor` (its TTL says so once the call that opened it returned;
+ * while that call runs, its watchdog keeps the TTL at the lock's ttl).
+ */
+function notAcquired(
+  name: string,
+  waitedMs: number,
+  pttl: number,
+  holdFor: number | undefined,
+): LockNotAcquiredError {
+  const holderTtlMs = pttl >= 0 ? pttl : undefined;
+  if (holdFor === undefined) return new LockNotAcquiredError(name, waitedMs, holderTtlMs);
+  const retryAfterMs = holderTtlMs === undefined ? undefined : Math.min(holderTtlMs, holdFor);
+  return new LockNotAcquiredError(name, waitedMs, holderTtlMs, true, retryAfterMs);
 }
 
 function shutDownError(): LockError {

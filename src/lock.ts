@@ -70,6 +70,8 @@ export class HeldLock implements Lock {
     public ttl: number,
     readonly watchdog: boolean,
     sentAt: number,
+    /** Throttle mode: the lock is left to end this many ms after it was taken, not deleted. */
+    readonly holdFor?: number,
   ) {
     this.acquiredAt = sentAt;
     this.confirmed(sentAt, ttl);

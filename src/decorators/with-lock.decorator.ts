@@ -11,12 +11,6 @@ export interface WithLockOptions extends AcquireOptions {
    * `409 Conflict` over HTTP), or `'skip'`: return `undefined` without running the method.
    */
   onLocked?: 'throw' | 'skip';
-  /**
-   * Throttle mode: when the method ends, the lock is not released but left to expire `holdFor`
-   * ms after it was taken (or released at once if that moment has passed). A call within the
-   * window gets a throttled `LockNotAcquiredError` (`429 Too Many Requests` over HTTP).
-   */
-  holdFor?: number;
   /** Ms to wait for a held lock. Default `0` for the decorator: a concurrent call fails at once. */
   waitTimeout?: number;
 }

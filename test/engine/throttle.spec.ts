@@ -1,0 +1,64 @@
+import { LockNotAcquiredError, LockOptionsError } from '../../src/index.js';
+import { backends, type Backend } from '../support/backends.js';
+import { bootLockApp, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
+
+describe.each(backends)('holdFor on acquire and using (%s store)', (_, makeBackend) => {
+  const prefix = uniquePrefix();
+  let first: LockApp;
+  let second: LockApp;
+  let store: Backend;
+
+  beforeAll(async () => {
+    store = makeBackend();
+    first = await bootLockApp(store.options({ keyPrefix: prefix }));
+    second = await bootLockApp(store.options({ keyPrefix: prefix }));
+  });
+
+  afterAll(async () => {
+    await Promise.all([first.close(), second.close()]);
+    await store.close();
+  });
+
+  it('using keeps the key until holdFor after the acquire; others are throttled meanwhile', async () => {
+    const started = performance.now();
+    await first.locks.using('report', () => sleep(50), { holdFor: 600 });
+    expect(await store.exists(`${prefix}report`)).toBe(1);
+    expect(await store.pttl(`${prefix}report`)).toBeLessThanOrEqual(600);
+    const early = await second.locks
+      .using('report', () => 'ran', { holdFor: 600, waitTimeout: 0 })
+      .catch((error: unknown) => error);
+    expect(early).toBeInstanceOf(LockNotAcquiredError);
+    const throttled = early as LockNotAcquiredError;
+    expect(throttled.throttled).toBe(true);
+    expect(throttled.retryAfterMs).toBeGreaterThan(0);
+    expect(throttled.retryAfterMs).toBeLessThanOrEqual(600 - (performance.now() - started) + 5);
+    while (await store.exists(`${prefix}report`)) await sleep(20);
+    await expect(second.locks.using('report', () => 'ran', { holdFor: 600 })).resolves.toBe('ran');
+  });
+
+  it('release() of an acquired lock leaves it to the end of its window, and says it was ours', async () => {
+    const lock = await first.locks.acquire('submit', { holdFor: 500, ttl: 10_000 });
+    expect(await lock.release()).toBe(true);
+    expect(await store.get(lock.key)).toBe(lock.token);
+    const pttl = await store.pttl(lock.key);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(500);
+    expect(await lock.release()).toBe(false);
+    // Not renewed any more: it ends with its window.
+    while (await store.exists(lock.key)) await sleep(20);
+  });
+
+  it('deletes at once a lock whose window has passed when it is released', async () => {
+    const lock = await first.locks.acquire('late', { holdFor: 50 });
+    await sleep(100);
+    expect(await lock.release()).toBe(true);
+    expect(await store.exists(lock.key)).toBe(0);
+  });
+
+  it('refuses an invalid holdFor, naming it', async () => {
+    await expect(first.locks.acquire('bad', { holdFor: -5 })).rejects.toMatchObject({
+      name: LockOptionsError.name,
+      option: 'holdFor',
+    });
+  });
+});
