@@ -1,39 +1,80 @@
 import { MAX_KEY_LENGTH } from './lock.constants.js';
 import { LockKeyResolutionError } from './lock.errors.js';
 
+/*
+ * The key grammar. Every Redis key the library touches lies in one of three namespaces, told
+ * apart by how the key begins, so that no name a caller gives can reach into another:
+ *
+ *   lock keys     P + name         P: the keyPrefix, not empty and without braces (checked at
+ *                                  boot), so a lock key never begins with "{"
+ *   library keys  "{" ...          a caller can name none of them (below)
+ *   data keys     anything else    the resources of writeFenced: begin neither with "{" nor P
+ *
+ * The library's keys, each in the Redis Cluster hash slot of the key it serves:
+ *
+ *   {K}:queue     {T}:queue:K      the queue of waiters of lock key K (zset) …
+ *   {K}:waiters   {T}:waiters:K    … and their leases (hash); both deleted with the last waiter
+ *   {K}:fence     {T}:fence:K      the fencing counter of lock key K
+ *   {R}:fenced    {T}:fenced:R     the guard of data key R
+ *
+ * The first form is for a key without a hash tag, the second for a key whose tag is T. A key
+ * with a "}" that closes no tag is refused, so the first "}" ends the tag and the role follows
+ * it: keys of different roles, or of different K or R, are different.
+ */
+
 /**
- * Checks a caller's key and returns the Redis key (`keyPrefix + key`).
- * @throws LockKeyResolutionError for a non-string, empty or over-long key, or one whose braces
- *   would keep its fencing counter out of its Redis Cluster hash slot
+ * Checks a caller's lock name and returns its Redis key (`keyPrefix + name`).
+ * @throws LockKeyResolutionError for a non-string, empty or over-long name, or one whose braces
+ *   would keep its side keys out of its Redis Cluster hash slot
  */
 export function toRedisKey(prefix: string, key: unknown): string {
-  if (typeof key !== 'string') {
-    throw new LockKeyResolutionError(`A lock key must be a string, got ${typeof key}`);
+  return checkedKey('lock key', prefix, key);
+}
+
+/**
+ * Checks a resource given to `writeFenced` and returns its Redis key (the resource itself): a
+ * data key, which may not begin with `{` (the library's keys) nor with the lock prefix.
+ * @throws LockKeyResolutionError for anything else
+ */
+export function toDataKey(lockPrefix: string, resource: unknown): string {
+  const key = checkedKey('fenced resource', '', resource);
+  if (key.startsWith('{') || key.startsWith(lockPrefix)) {
+    throw new LockKeyResolutionError(
+      `Fenced resource ${JSON.stringify(key.slice(0, 80))} begins with ` +
+        `${key.startsWith('{') ? '"{", like the keys the library keeps' : `the lock prefix "${lockPrefix}"`}; ` +
+        'keep data in keys that begin with neither (a hash tag may come later: "account:{42}")',
+    );
   }
-  if (key.length === 0) throw new LockKeyResolutionError('A lock key must not be empty');
+  return key;
+}
+
+function checkedKey(what: string, prefix: string, key: unknown): string {
+  if (typeof key !== 'string') {
+    throw new LockKeyResolutionError(`A ${what} must be a string, got ${typeof key}`);
+  }
+  if (key.length === 0) throw new LockKeyResolutionError(`A ${what} must not be empty`);
   if (key.length > MAX_KEY_LENGTH) {
     throw new LockKeyResolutionError(
-      `A lock key must be at most ${MAX_KEY_LENGTH} characters, got ${key.length}`,
+      `A ${what} must be at most ${MAX_KEY_LENGTH} characters, got ${key.length}`,
     );
   }
   const redisKey = prefix + key;
   if (hashTag(redisKey) === undefined && redisKey.includes('}')) {
     throw new LockKeyResolutionError(
-      `Lock key ${JSON.stringify(key.slice(0, 80))} has a "}" that closes no "{…}" hash tag; ` +
-        'such a key cannot share a Redis Cluster slot with its fencing counter',
+      `${what[0].toUpperCase()}${what.slice(1)} ${JSON.stringify(key.slice(0, 80))} has a "}" ` +
+        'that closes no "{…}" hash tag; such a key cannot share a Redis Cluster slot with the ' +
+        'keys kept beside it',
     );
   }
   return redisKey;
 }
 
-/** What the library keeps beside a lock: its fencing counter and its queue of waiters. */
+/** What the library keeps beside a lock key (its counter, its waiters) or a data key (its guard). */
 export type SideKeyRole = 'fence' | 'queue' | 'waiters' | 'fenced';
 
 /**
- * A key that the library keeps beside a lock key, in the same Redis Cluster hash slot: it
- * carries the lock key's own hash tag, or the whole lock key as its tag when the lock key has
- * none. These keys start with `{`, lock keys with the (brace-free) prefix, so they cannot
- * collide.
+ * A key that the library keeps beside a lock or data key, in the same Redis Cluster hash slot:
+ * it carries that key's own hash tag, or the whole key as its tag when the key has none.
  */
 export function sideKeyOf(redisKey: string, role: SideKeyRole): string {
   const tag = hashTag(redisKey);
