@@ -14,8 +14,9 @@ import { LockKeyResolutionError } from './lock.errors.js';
  *
  *   {K}:queue     {T}:queue:K      the queue of waiters of lock key K (zset) …
  *   {K}:waiters   {T}:waiters:K    … and their leases (hash); both deleted with the last waiter
- *   {K}:fence     {T}:fence:K      the fencing counter of lock key K
  *   {R}:fenced    {T}:fenced:R     the guard of data key R
+ *   {S}:fence                      a fencing counter: one per hash slot on a Cluster (S: the
+ *                                  slot's tag, see slotTag), one per server elsewhere (S empty)
  *
  * The first form is for a key without a hash tag, the second for a key whose tag is T. A key
  * with a "}" that closes no tag is refused, so the first "}" ends the tag and the role follows
@@ -25,7 +26,7 @@ import { LockKeyResolutionError } from './lock.errors.js';
 /**
  * Checks a caller's lock name and returns its Redis key (`keyPrefix + name`).
  * @throws LockKeyResolutionError for a non-string, empty or over-long name, or one whose braces
- *   would keep its side keys out of its Redis Cluster hash slot
+ *   would keep its queue keys out of its Redis Cluster hash slot
  */
 export function toRedisKey(prefix: string, key: unknown): string {
   return checkedKey('lock key', prefix, key);
@@ -69,8 +70,8 @@ function checkedKey(what: string, prefix: string, key: unknown): string {
   return redisKey;
 }
 
-/** What the library keeps beside a lock key (its counter, its waiters) or a data key (its guard). */
-export type SideKeyRole = 'fence' | 'queue' | 'waiters' | 'fenced';
+/** What the library keeps beside a lock key (its waiters) or a data key (its guard). */
+export type SideKeyRole = 'queue' | 'waiters' | 'fenced';
 
 /**
  * A key that the library keeps beside a lock or data key, in the same Redis Cluster hash slot:
@@ -81,11 +82,21 @@ export function sideKeyOf(redisKey: string, role: SideKeyRole): string {
   return tag === undefined ? `{${redisKey}}:${role}` : `{${tag}}:${role}:${redisKey}`;
 }
 
-/** The lock key followed by its side keys, in the order the scripts expect them. */
-export function scriptKeysOf(redisKey: string): string[] {
+/**
+ * The fencing counter that issues the tokens of a lock key: the counter of its hash slot on a
+ * Cluster (a script may only touch keys of one slot), and the server's single counter
+ * elsewhere. Either way there are at most as many counters as slots, however many keys are
+ * locked.
+ */
+export function fenceKeyOf(redisKey: string, perSlot: boolean): string {
+  return `{${perSlot ? slotTag(slotOf(redisKey)) : ''}}:fence`;
+}
+
+/** The lock key followed by the keys beside it, in the order the scripts expect them. */
+export function scriptKeysOf(redisKey: string, perSlot: boolean): string[] {
   return [
     redisKey,
-    sideKeyOf(redisKey, 'fence'),
+    fenceKeyOf(redisKey, perSlot),
     sideKeyOf(redisKey, 'queue'),
     sideKeyOf(redisKey, 'waiters'),
   ];
@@ -101,19 +112,63 @@ function hashTag(key: string): string | undefined {
 }
 
 /** Number of hash slots in a Redis Cluster. */
-const CLUSTER_SLOTS = 16_384;
+export const CLUSTER_SLOTS = 16_384;
+
+/** CRC16 (XMODEM) of some bytes, as Redis Cluster hashes keys. */
+function crc16(bytes: Iterable<number>): number {
+  let crc = 0;
+  for (const byte of bytes) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) {
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+  }
+  return crc;
+}
 
 /**
  * The Redis Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key
  * when it has none, modulo 16384.
  */
 export function slotOf(key: string): number {
-  let crc = 0;
-  for (const byte of Buffer.from(hashTag(key) ?? key)) {
-    crc ^= byte << 8;
-    for (let bit = 0; bit < 8; bit++) {
-      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  return crc16(Buffer.from(hashTag(key) ?? key)) % CLUSTER_SLOTS;
+}
+
+/** Characters of the slot tags: three of them name every slot. */
+const TAG_CHARACTERS = Buffer.from(
+  '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ',
+);
+/** The tags of all slots, three characters each, in slot order; built on first use. */
+let slotTags: string | undefined;
+
+/** A three-character string that hashes to `slot`: the tag of the slot's fencing counter. */
+export function slotTag(slot: number): string {
+  slotTags ??= findSlotTags();
+  return slotTags.slice(3 * slot, 3 * slot + 3);
+}
+
+/**
+ * The first tag found for each slot, among the strings of three TAG_CHARACTERS (there are
+ * 14 times as many as slots). A CRC16 that starts from zero is linear (the CRC of `a XOR b` is
+ * the CRC of `a` XOR the CRC of `b`), so the CRC of `xyz` is that of `x\0\0` XOR that of `y\0`
+ * XOR that of `z`, each looked up: a few milliseconds, once.
+ */
+function findSlotTags(): string {
+  const crcs = (padding: number[]) => [...TAG_CHARACTERS].map((c) => crc16([c, ...padding]));
+  const [first, second, third] = [crcs([0, 0]), crcs([0]), crcs([])];
+  const tags = Buffer.alloc(3 * CLUSTER_SLOTS);
+  const [size, x] = [TAG_CHARACTERS.length, TAG_CHARACTERS];
+  let missing = CLUSTER_SLOTS;
+  for (let i = 0; i < size && missing > 0; i++) {
+    for (let j = 0; j < size; j++) {
+      for (let k = 0; k < size; k++) {
+        const at = 3 * ((first[i] ^ second[j] ^ third[k]) % CLUSTER_SLOTS);
+        if (tags[at] === 0) {
+          tags.set([x[i], x[j], x[k]], at);
+          missing--;
+        }
+      }
     }
   }
-  return crc % CLUSTER_SLOTS;
+  return tags.toString('latin1');
 }

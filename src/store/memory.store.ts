@@ -1,4 +1,3 @@
-import { FENCE_TTL } from '../lock.constants.js';
 import { monotonicNow } from '../lock.js';
 import {
   formatHandover,
@@ -20,7 +19,11 @@ interface Expiring<T> {
  */
 export class MemorySpace {
   readonly locks = new Map<string, Expiring<string>>();
-  readonly fences = new Map<string, Expiring<number>>();
+  /**
+   * The last fencing token issued, for every key: one counter for the process, as one per
+   * server in Redis, so that keys locked once leave nothing behind.
+   */
+  fence = 0;
   /** Per key, the queued waiters in arrival order: token to lease end and requested TTL. */
   readonly queues = new Map<string, Map<string, { leaseEnd: number; ttl: number }>>();
   readonly listeners = new Map<string, Set<(message: string) => void>>();
@@ -65,7 +68,7 @@ export class MemoryLockStore implements LockStore {
     if (held?.value === token) {
       // Handed over: the TTL starts again from this request, as in the Redis script.
       held.expiresAt = monotonicNow() + ttl;
-      return { acquired: true, fencingToken: this.space.fences.get(key)?.value ?? 0 };
+      return { acquired: true, fencingToken: this.space.fence };
     }
     if (!held) {
       const head = this.liveHead(key);
@@ -97,13 +100,10 @@ export class MemoryLockStore implements LockStore {
 
   /** Sets the lock and issues its fencing token, as the Redis scripts do. */
   private take(key: string, token: string, ttl: number): number {
-    const now = monotonicNow();
-    this.space.locks.set(key, { value: token, expiresAt: now + ttl });
+    this.space.locks.set(key, { value: token, expiresAt: monotonicNow() + ttl });
     // As in the Redis scripts: the last token + 1, but never below the wall clock in µs.
-    const last = this.space.live(this.space.fences, key)?.value ?? 0;
-    const fencingToken = Math.max(last + 1, Date.now() * 1000);
-    this.space.fences.set(key, { value: fencingToken, expiresAt: now + Math.max(ttl, FENCE_TTL) });
-    return fencingToken;
+    this.space.fence = Math.max(this.space.fence + 1, Date.now() * 1000);
+    return this.space.fence;
   }
 
   private liveHead(key: string): string | undefined {
