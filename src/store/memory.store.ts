@@ -13,6 +13,9 @@ interface Expiring<T> {
   expiresAt: number;
 }
 
+/** A map is swept once it has doubled since its last sweep, and never below this size. */
+const SWEEP_MIN = 1_024;
+
 /**
  * The state that every memory store of the process shares, as every client of one Redis
  * shares that server: two LockModules in one process exclude each other.
@@ -30,6 +33,8 @@ export class MemorySpace {
   /** Values written through the fencing guard, and the highest token each guard has seen. */
   readonly values = new Map<string, Expiring<string>>();
   readonly guards = new Map<string, number>();
+  /** Per map, how many entries it kept at its last sweep. */
+  private readonly swept = new WeakMap<Map<string, Expiring<unknown>>, number>();
 
   /** The entry under `key`, dropping it first if it has expired (Redis expires lazily too). */
   live<T>(entries: Map<string, Expiring<T>>, key: string): Expiring<T> | undefined {
@@ -39,6 +44,22 @@ export class MemorySpace {
       return undefined;
     }
     return entry;
+  }
+
+  /**
+   * Sets an entry. Expired entries of keys that are never read again would stay forever, so
+   * they are dropped here, all at once, whenever the map has doubled since its last sweep: O(1)
+   * per entry amortised, no timer, and a map never holds more than twice the live entries it
+   * had at its last sweep (or 2 × SWEEP_MIN).
+   */
+  put<T>(entries: Map<string, Expiring<T>>, key: string, entry: Expiring<T>): void {
+    const kept = this.swept.get(entries) ?? 0;
+    if (entries.size >= 2 * Math.max(kept, SWEEP_MIN) && !entries.has(key)) {
+      const now = monotonicNow();
+      for (const [swept, { expiresAt }] of entries) if (expiresAt <= now) entries.delete(swept);
+      this.swept.set(entries, entries.size);
+    }
+    entries.set(key, entry);
   }
 }
 
@@ -100,7 +121,7 @@ export class MemoryLockStore implements LockStore {
 
   /** Sets the lock and issues its fencing token, as the Redis scripts do. */
   private take(key: string, token: string, ttl: number): number {
-    this.space.locks.set(key, { value: token, expiresAt: monotonicNow() + ttl });
+    this.space.put(this.space.locks, key, { value: token, expiresAt: monotonicNow() + ttl });
     // As in the Redis scripts: the last token + 1, but never below the wall clock in µs.
     this.space.fence = Math.max(this.space.fence + 1, Date.now() * 1000);
     return this.space.fence;
@@ -159,7 +180,7 @@ export class MemoryLockStore implements LockStore {
   ): Promise<{ written: true } | { written: false; highestSeen: number }> {
     const highestSeen = this.space.guards.get(guard) ?? 0;
     if (fencingToken < highestSeen) return { written: false, highestSeen };
-    this.space.values.set(resource, {
+    this.space.put(this.space.values, resource, {
       value,
       expiresAt: ttl > 0 ? monotonicNow() + ttl : Infinity,
     });

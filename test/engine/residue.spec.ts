@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { LockConnectionError } from '../../src/index.js';
 import { processSpace } from '../../src/store/memory.store.js';
 import { bootLockApp, rawClient, sleep, type LockApp } from '../support/lock-app.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -86,5 +87,40 @@ describe('what stays in the memory store', () => {
     const after5k = entries();
     await forEachKey(5_000, 15_000, lockOnce);
     expect([after5k, entries()]).toEqual([before, before]);
+  });
+
+  /** In batches that expire before the next one starts: at most 500 live entries at a time. */
+  const inExpiringBatches = async (from: number, to: number, add: (i: number) => Promise<void>) => {
+    for (let batch = from; batch < to; batch += 500) {
+      await forEachKey(batch, batch + 500, add);
+      await sleep(50);
+    }
+  };
+
+  it('stays within a bound when locks expire instead of being released', async () => {
+    const expiring = async (i: number) => {
+      // On a busy machine an answer may come after so short a TTL: the lock is then given back.
+      await app.locks
+        .acquire(`expiring:${i}`, { ttl: 20, watchdog: false })
+        .catch((error: unknown) => expect(error).toBeInstanceOf(LockConnectionError));
+    };
+    await inExpiringBatches(0, 5_000, expiring);
+    const after5k = processSpace.locks.size;
+    await inExpiringBatches(5_000, 15_000, expiring);
+    // Swept whenever a map doubles past 1,024 entries: at most twice that while few live.
+    expect(after5k).toBeLessThanOrEqual(2_048);
+    expect(processSpace.locks.size).toBeLessThanOrEqual(2_048);
+  });
+
+  it('stays within a bound for fenced values that expire', async () => {
+    const writer = await app.locks.acquire('writer');
+    const write = (i: number) =>
+      app.locks.writeFenced(`expiring:${i}`, 'value', writer.fencingToken, { ttl: 20 });
+    await inExpiringBatches(0, 5_000, write);
+    const after5k = processSpace.values.size;
+    await inExpiringBatches(5_000, 15_000, write);
+    expect(after5k).toBeLessThanOrEqual(2_048);
+    expect(processSpace.values.size).toBeLessThanOrEqual(2_048);
+    await writer.release();
   });
 });
