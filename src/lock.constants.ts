@@ -17,8 +17,8 @@ export const MIN_TTL = 10;
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * How long a fencing counter outlives its last acquisition. Tokens have the server clock as a
- * floor, so the counter only has to bridge small clock corrections, not live forever.
+ * How long a fencing counter outlives the last acquisition of its slot. Tokens have the server
+ * clock as a floor, so the counter only has to bridge small clock corrections, not live forever.
  */
 export const FENCE_TTL = 3_600_000;
 

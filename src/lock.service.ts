@@ -5,14 +5,13 @@ import { LOCK_OPTIONS, LOCK_STORE, MIN_TTL } from './lock.constants.js';
 import {
   LockConnectionError,
   LockError,
-  LockKeyResolutionError,
   LockLostError,
   LockNotAcquiredError,
   LockOptionsError,
   messageOf,
   StaleFencingTokenError,
 } from './lock.errors.js';
-import { sideKeyOf, toRedisKey } from './lock.keys.js';
+import { sideKeyOf, toDataKey, toRedisKey } from './lock.keys.js';
 import { driftOf, HeldLock, monotonicNow, type Lock, type LockOwner } from './lock.js';
 import {
   checkTtl,
@@ -119,7 +118,8 @@ export class LockService implements LockOwner, OnApplicationShutdown {
    * The fencing guard, for a resource kept in the lock store's Redis: writes `value` to the
    * Redis key `resource` (not prefixed) only if `fencingToken` is at least the highest token
    * any write to `resource` has presented, and records it. A holder whose lock expired while it
-   * was paused and was taken over is refused, however late its write arrives.
+   * was paused and was taken over is refused, however late its write arrives. The resource may
+   * begin neither with `{` (the library's own keys) nor with the lock prefix.
    *
    * @example
    * ```ts
@@ -129,6 +129,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
    * ```
    * @param options.ttl expiry of the value in ms (default: none)
    * @throws StaleFencingTokenError when a newer holder has already written
+   * @throws LockKeyResolutionError for a resource outside the data namespace
    */
   async writeFenced(
     resource: string,
@@ -136,13 +137,7 @@ export class LockService implements LockOwner, OnApplicationShutdown {
     fencingToken: number,
     options: { ttl?: number } = {},
   ): Promise<void> {
-    const key = toRedisKey('', resource);
-    if (key.startsWith(this.options.keyPrefix)) {
-      throw new LockKeyResolutionError(
-        `Fenced resource "${resource}" lies under the lock prefix "${this.options.keyPrefix}", ` +
-          'where it could overwrite a lock; keep data outside it',
-      );
-    }
+    const key = toDataKey(this.options.keyPrefix, resource);
     if (typeof value !== 'string') throw new LockOptionsError('value', value, 'a string');
     if (!Number.isSafeInteger(fencingToken) || fencingToken <= 0) {
       throw new LockOptionsError('fencingToken', fencingToken, 'a fencing token from a Lock');

@@ -13,11 +13,12 @@ import { QUEUE_LUA } from './queue.lua.js';
  * from this request on: its TTL starts again and it gets its fencing token here, so that the
  * caller's validity counts from a request whose answer proves the lock was its own.
  *
- * The fencing token is `max(last + 1, Redis server time in µs)`: it only grows while the counter
- * exists, and it still grows after the counter is gone (expired, or Redis restarted empty) as
- * long as the server clock has not gone back. After a failover the new master's clock counts,
- * so tokens keep growing only while the two clocks differ by less than the failover takes.
- * Because of the clock floor the counter may expire, so that unused keys do not stay forever.
+ * The fencing token is `max(last + 1, Redis server time in µs)`, `last` being the last token of
+ * the counter that every lock of the slot shares: it only grows while the counter exists, and
+ * it still grows after the counter is gone (expired, or Redis restarted empty) as long as the
+ * server clock has not gone back. After a failover the new master's clock counts, so tokens
+ * keep growing only while the two clocks differ by less than the failover takes. Because of the
+ * clock floor the counter may expire.
  */
 export const ACQUIRE_SCRIPT = new LuaScript(`${QUEUE_LUA}
 local token, ttl, fence_ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])

@@ -1,3 +1,4 @@
+import { FENCE_LUA } from './fence.lua.js';
 import { LuaScript } from './lua-script.js';
 
 /**
@@ -9,17 +10,17 @@ import { LuaScript } from './lua-script.js';
  *   missing and free (a contender held the key there when the lock was acquired, or the master
  *   restarted empty), with the same floor, so that the lock survives the loss of any minority.
  *
- * KEYS: lock, fencing counter. ARGV: fencing token, counter ttl (ms), and for a claim, the
- * lock's token and ttl (ms); an empty token only raises the floor. Returns 1, or 0 when the
- * claimed lock was not free.
+ * KEYS: lock, fencing counter of its slot. ARGV: fencing token, counter ttl (ms), and for a
+ * claim, the lock's token and ttl (ms); an empty token only raises the floor. Returns 1, or 0
+ * when the claimed lock was not free.
  */
-export const CLAIM_SCRIPT = new LuaScript(`
+export const CLAIM_SCRIPT = new LuaScript(`${FENCE_LUA}
 if ARGV[3] ~= '' and not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[4]) then
   return 0
 end
 local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 if tonumber(ARGV[1]) > last then
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  set_fence(tonumber(ARGV[1]), tonumber(ARGV[2]))
 end
 return 1
 `);

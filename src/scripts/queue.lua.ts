@@ -1,10 +1,11 @@
 import { HANDOVER_PREFIX } from '../store/lock-store.interface.js';
+import { FENCE_LUA } from './fence.lua.js';
 
 /**
  * Lua shared by the acquire and release scripts: the fencing counter and the queue of waiters.
  *
- * KEYS, in both scripts: [1] lock, [2] fencing counter, [3] queue (zset: waiter token by arrival
- * time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>").
+ * KEYS, in both scripts: [1] lock, [2] fencing counter of its slot, [3] queue (zset: waiter
+ * token by arrival time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>").
  *
  * A queued waiter renews its lease each time it checks in; one that stops checking in (its
  * process died) is dropped when it reaches the head with its lease run out, so it cannot block
@@ -18,7 +19,7 @@ import { HANDOVER_PREFIX } from '../store/lock-store.interface.js';
  * go out with SPUBLISH (the scripts take the publishing command as an argument). With nobody
  * queued, the scripts touch the queue with one EXISTS.
  */
-export const QUEUE_LUA = `
+export const QUEUE_LUA = `${FENCE_LUA}
 local function server_time_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -28,7 +29,7 @@ end
 local function next_fence(fence_ttl)
   local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
   local fence = math.max(last + 1, server_time_us())
-  redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', fence_ttl)
+  set_fence(fence, fence_ttl)
   return fence
 end
 

@@ -1,4 +1,3 @@
-import { FENCE_TTL } from '../lock.constants.js';
 import { monotonicNow } from '../lock.js';
 import {
   HANDOVER_LEASE,
@@ -16,19 +15,28 @@ interface Expiring<T> {
   expiresAt: number;
 }
 
+/** A map is swept once it has doubled since its last sweep, and never below this size. */
+const SWEEP_MIN = 1_024;
+
 /**
  * The state that every memory store of the process shares, as every client of one Redis
  * shares that server: two LockModules in one process exclude each other.
  */
 export class MemorySpace {
   readonly locks = new Map<string, Expiring<string>>();
-  readonly fences = new Map<string, Expiring<number>>();
+  /**
+   * The last fencing token issued, for every key: one counter for the process, as one per
+   * server in Redis, so that keys locked once leave nothing behind.
+   */
+  fence = 0;
   /** Per key, the queued waiters in arrival order: token to lease end and requested TTL. */
   readonly queues = new Map<string, Map<string, { leaseEnd: number; ttl: number }>>();
   readonly listeners = new Map<string, Set<(message: string) => void>>();
   /** Values written through the fencing guard, and the highest token each guard has seen. */
   readonly values = new Map<string, Expiring<string>>();
   readonly guards = new Map<string, number>();
+  /** Per map, how many entries it kept at its last sweep. */
+  private readonly swept = new WeakMap<Map<string, Expiring<unknown>>, number>();
 
   /** The entry under `key`, dropping it first if it has expired (Redis expires lazily too). */
   live<T>(entries: Map<string, Expiring<T>>, key: string): Expiring<T> | undefined {
@@ -38,6 +46,22 @@ export class MemorySpace {
       return undefined;
     }
     return entry;
+  }
+
+  /**
+   * Sets an entry. Expired entries of keys that are never read again would stay forever, so
+   * they are dropped here, all at once, whenever the map has doubled since its last sweep: O(1)
+   * per entry amortised, no timer, and a map never holds more than twice the live entries it
+   * had at its last sweep (or 2 × SWEEP_MIN).
+   */
+  put<T>(entries: Map<string, Expiring<T>>, key: string, entry: Expiring<T>): void {
+    const kept = this.swept.get(entries) ?? 0;
+    if (entries.size >= 2 * Math.max(kept, SWEEP_MIN) && !entries.has(key)) {
+      const now = monotonicNow();
+      for (const [swept, { expiresAt }] of entries) if (expiresAt <= now) entries.delete(swept);
+      this.swept.set(entries, entries.size);
+    }
+    entries.set(key, entry);
   }
 }
 
@@ -76,7 +100,7 @@ export class MemoryLockStore implements LockStore {
       // Reserved for this caller by a handover: as in the Redis script, it holds the lock from
       // this request on, with its TTL started again and a fencing token of its own.
       held.expiresAt = monotonicNow() + ttl;
-      return { acquired: true, fencingToken: this.nextFence(key, ttl) };
+      return { acquired: true, fencingToken: this.nextFence() };
     }
     const now = monotonicNow();
     if (queue) {
@@ -103,19 +127,14 @@ export class MemoryLockStore implements LockStore {
 
   /** Sets the lock and issues its fencing token, as the Redis scripts do. */
   private take(key: string, token: string, ttl: number): number {
-    this.space.locks.set(key, { value: token, expiresAt: monotonicNow() + ttl });
-    return this.nextFence(key, ttl);
+    this.space.put(this.space.locks, key, { value: token, expiresAt: monotonicNow() + ttl });
+    return this.nextFence();
   }
 
   /** As in the Redis scripts: the last token + 1, but never below the wall clock in µs. */
-  private nextFence(key: string, ttl: number): number {
-    const last = this.space.live(this.space.fences, key)?.value ?? 0;
-    const fencingToken = Math.max(last + 1, Date.now() * 1000);
-    this.space.fences.set(key, {
-      value: fencingToken,
-      expiresAt: monotonicNow() + Math.max(ttl, FENCE_TTL),
-    });
-    return fencingToken;
+  private nextFence(): number {
+    this.space.fence = Math.max(this.space.fence + 1, Date.now() * 1000);
+    return this.space.fence;
   }
 
   private liveHead(key: string): string | undefined {
@@ -146,7 +165,7 @@ export class MemoryLockStore implements LockStore {
     const { ttl } = this.space.queues.get(key)!.get(head)!;
     this.leaveQueue(key, head);
     if (head === successor) return this.take(key, head, ttl);
-    this.space.locks.set(key, {
+    this.space.put(this.space.locks, key, {
       value: head,
       expiresAt: monotonicNow() + Math.min(ttl, HANDOVER_LEASE),
     });
@@ -179,7 +198,7 @@ export class MemoryLockStore implements LockStore {
   ): Promise<{ written: true } | { written: false; highestSeen: number }> {
     const highestSeen = this.space.guards.get(guard) ?? 0;
     if (fencingToken < highestSeen) return { written: false, highestSeen };
-    this.space.values.set(resource, {
+    this.space.put(this.space.values, resource, {
       value,
       expiresAt: ttl > 0 ? monotonicNow() + ttl : Infinity,
     });

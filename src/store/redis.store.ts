@@ -1,7 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { FENCE_TTL } from '../lock.constants.js';
 import { LockConnectionError, LockReplicationError, messageOf } from '../lock.errors.js';
-import { scriptKeysOf, sideKeyOf, slotOf } from '../lock.keys.js';
+import { fenceKeyOf, scriptKeysOf, slotOf } from '../lock.keys.js';
 import type { RedisClusterConfig } from '../lock.options.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
 import { FENCED_WRITE_SCRIPT } from '../scripts/fenced-write.script.js';
@@ -107,7 +107,7 @@ export class RedisLockStore implements LockStore {
     const { publish } = this.cluster ? await this.pubSub(key) : PUBSUB.plain;
     const connection = this.connection;
     const reply = this.command(key, 'acquire', () =>
-      ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key), [
+      ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), [
         token,
         ttl,
         FENCE_TTL,
@@ -195,7 +195,7 @@ export class RedisLockStore implements LockStore {
     await this.command(key, 'claim', () =>
       CLAIM_SCRIPT.run(
         this.client,
-        [key, sideKeyOf(key, 'fence')],
+        [key, fenceKeyOf(key, this.cluster)],
         [fencingToken, FENCE_TTL, token, ttl],
       ),
     );
@@ -297,7 +297,7 @@ export class RedisLockStore implements LockStore {
   ): Promise<ReleaseOutcome> {
     const { publish } = this.cluster ? await this.pubSub(key) : PUBSUB.plain;
     const [released, fencingToken] = (await this.command(key, 'release', () =>
-      RELEASE_SCRIPT.run(this.client, scriptKeysOf(key), [
+      RELEASE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), [
         token,
         key,
         FENCE_TTL,

@@ -39,7 +39,7 @@ type Decision<T> = Tally<T> & { complete: Promise<Tally<T>> };
  *
  * Fencing tokens: each master issues `max(last + 1, its clock in µs)`. The lock carries the
  * highest token its majority issued, and before the lock counts, that token is written as a
- * floor to the key's counter on every master (a majority must confirm). Any later holder's
+ * floor to the counter on every master (a majority must confirm). Any later holder's
  * majority shares at least one of those masters, which then issues a greater
  * token: tokens grow strictly as long as no master forgets its counter (a master restarted
  * empty falls back to its clock, which is enough while its clock is not behind by more than

@@ -9,6 +9,7 @@ import {
   WithLock,
   type Lock,
 } from '../../src/index.js';
+import { fenceKeyOf, slotOf } from '../../src/lock.keys.js';
 import { RedisClusterHarness } from '../support/redis-cluster.js';
 import { bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
 
@@ -55,14 +56,45 @@ describe('on a Redis Cluster', () => {
     const owners = new Set(await Promise.all(keys.map((key) => cluster.portForKey(`lock:${key}`))));
     expect(owners.size).toBe(3);
     for (const lock of locks.slice(0, 5)) {
-      const [token, fence] = await onOwner(lock.key, (node) =>
-        Promise.all([node.get(lock.key), node.get(`{${lock.key}}:fence`)]),
+      const counter = fenceKeyOf(lock.key, true);
+      const [token, fence, slots] = await onOwner(lock.key, (node) =>
+        Promise.all([
+          node.get(lock.key),
+          node.get(counter),
+          Promise.all([lock.key, counter].map((key) => node.cluster('KEYSLOT', key))),
+        ]),
       );
       expect(token).toBe(lock.token);
-      expect(Number(fence)).toBe(lock.fencingToken);
+      expect(Number(fence)).toBeGreaterThanOrEqual(lock.fencingToken);
+      expect(slots[1]).toBe(slots[0]);
     }
     expect((await Promise.all(locks.map((lock) => lock.release()))).every(Boolean)).toBe(true);
     expect(await client.exists(locks[0].key)).toBe(0);
+  });
+
+  it('leaves one fencing counter per hash slot used, however many keys', async () => {
+    const app = await boot();
+    const allKeys = async () => {
+      const nodes = cluster.ports.map((port) => new Redis(port, '127.0.0.1'));
+      try {
+        return (await Promise.all(nodes.map((node) => node.keys('*')))).flat();
+      } finally {
+        await Promise.all(nodes.map((node) => node.quit()));
+      }
+    };
+    const before = new Set(await allKeys());
+    // Half of them share one hash tag, so at most 301 slots for 600 keys.
+    const names = Array.from({ length: 600 }, (_, i) =>
+      i % 2 === 0 ? `{cart:1}:item:${i}` : `request:${i}`,
+    );
+    for (let i = 0; i < names.length; i += 50) {
+      await Promise.all(names.slice(i, i + 50).map((name) => app.locks.using(name, () => 0)));
+    }
+    const left = (await allKeys()).filter((key) => !before.has(key));
+    const slots = new Set(names.map((name) => slotOf(`lock:${name}`)));
+    expect(left.every((key) => /^\{[0-9a-zA-Z]{3}\}:fence$/.test(key))).toBe(true);
+    expect(new Set(left.map(slotOf)).size).toBe(left.length);
+    expect(left.length).toBeLessThanOrEqual(slots.size);
   });
 
   it('renews locks in many slots at once without a cross-slot error', async () => {
