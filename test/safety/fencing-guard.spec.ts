@@ -16,6 +16,8 @@ describe.each(backends)('the fencing guard (%s store)', (_, makeBackend) => {
     store = makeBackend();
     first = await bootLockApp(store.options({ keyPrefix: prefix }));
     second = await bootLockApp(store.options({ keyPrefix: prefix }));
+    // Clients connect on their first command: not inside the 100 ms lock below.
+    await Promise.all([first.locks.isLocked('warm-up'), second.locks.isLocked('warm-up')]);
   });
 
   afterAll(async () => {
