@@ -25,6 +25,7 @@ export const FENCE_TTL = 3_600_000;
 /** Injection tokens (private to the package). */
 export const LOCK_OPTIONS = Symbol('lock:options');
 export const LOCK_STORE = Symbol('lock:store');
+export const LOCK_ENGINE = Symbol('lock:engine');
 
 /** Metadata key under which `@WithLock` records its key and options. */
 export const WITH_LOCK_METADATA = 'lock:with-lock';

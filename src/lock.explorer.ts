@@ -10,14 +10,14 @@ import {
   type WithLockMetadata,
   type WithLockOptions,
 } from './decorators/with-lock.decorator.js';
-import { LOCK_OPTIONS, WITH_LOCK_METADATA } from './lock.constants.js';
+import { LOCK_ENGINE, LOCK_OPTIONS, WITH_LOCK_METADATA } from './lock.constants.js';
 import { LockOptionsError } from './lock.errors.js';
 import {
   resolveAcquireOptions,
   type ResolvedAcquireOptions,
   type ResolvedLockOptions,
 } from './lock.options.js';
-import { LockService } from './lock.service.js';
+import type { LockEngine } from './engine/lock-engine.js';
 
 /** A decorated method, compiled at boot. */
 interface LockedMethod {
@@ -30,7 +30,7 @@ interface LockedMethod {
 
 /**
  * Finds `@WithLock` methods on every provider and controller when the app boots, checks their
- * keys and options (a bad one fails the boot), and binds each to this app's {@link LockService}.
+ * keys and options (a bad one fails the boot), and binds each to this app's lock engine.
  */
 @Injectable()
 export class LockExplorer implements OnModuleInit {
@@ -39,7 +39,7 @@ export class LockExplorer implements OnModuleInit {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
-    private readonly locks: LockService,
+    @Inject(LOCK_ENGINE) private readonly engine: LockEngine,
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
 
@@ -121,7 +121,7 @@ export class LockExplorer implements OnModuleInit {
     work: () => unknown,
   ): Promise<unknown> {
     const keys = locked.keys(args);
-    return this.locks.runLocked(keys, locked.acquire, work, (error) => {
+    return this.engine.scopes.run(keys, locked.acquire, work, (error) => {
       if (locked.onLocked === 'skip') return undefined;
       throw error;
     });

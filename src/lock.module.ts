@@ -3,7 +3,8 @@ import type { Cluster, Redis } from 'ioredis';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { LockExceptionFilter } from './lock-exception.filter.js';
 import { LockExplorer } from './lock.explorer.js';
-import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants.js';
+import { LockEngine } from './engine/lock-engine.js';
+import { LOCK_ENGINE, LOCK_OPTIONS, LOCK_STORE } from './lock.constants.js';
 import { messageOf } from './lock.errors.js';
 import {
   ASYNC_OPTIONS_TYPE,
@@ -71,6 +72,14 @@ const providers: Provider[] = [
     provide: LOCK_STORE,
     useFactory: createStore,
     inject: [LOCK_OPTIONS],
+  },
+  {
+    provide: LOCK_ENGINE,
+    useFactory: (options: ResolvedLockOptions, store: LockStore) => {
+      const logger = new Logger(LockService.name);
+      return new LockEngine(options, store, (message) => logger.warn(message));
+    },
+    inject: [LOCK_OPTIONS, LOCK_STORE],
   },
   LockService,
   LockExplorer,

@@ -1,6 +1,3 @@
-import { DRIFT_MS } from './lock.constants.js';
-import { LockLostError } from './lock.errors.js';
-
 /**
  * A held lock. Obtained from {@link LockService.acquire}, {@link LockService.tryAcquire},
  * {@link LockService.using} or, inside a `@WithLock` method, {@link LockService.current}.
@@ -16,7 +13,7 @@ export interface Lock {
    * lock protects, so that the resource can reject a holder that lost the lock without knowing.
    */
   readonly fencingToken: number;
-  /** Aborted, with a {@link LockLostError} as its reason, as soon as ownership is known lost. */
+  /** Aborted, with a `LockLostError` as its reason, as soon as ownership is known lost. */
   readonly signal: AbortSignal;
   /** Deletes the lock if it is still ours; `false` when it was not (expired, taken, released). */
   release(): Promise<boolean>;
@@ -26,117 +23,3 @@ export interface Lock {
    */
   extend(ttl?: number): Promise<boolean>;
 }
-
-/** What a {@link HeldLock} calls back into for the work that needs the store. */
-export interface LockOwner {
-  releaseLock(lock: HeldLock): Promise<boolean>;
-  extendLock(lock: HeldLock, ttl?: number): Promise<boolean>;
-  /** How much of a TTL the lock's validity gives up to clock drift, in ms. */
-  driftOf(ttl: number): number;
-}
-
-/**
- * How much of a TTL our idea of a lock's validity gives up, so that it ends before Redis's
- * does even if the clocks of this process and Redis drift apart: a share of the TTL plus a
- * constant.
- */
-export function driftOf(ttl: number, driftFactor: number): number {
-  return Math.floor(ttl * driftFactor) + DRIFT_MS;
-}
-
-/** The library's lock handle, with the bookkeeping that the watchdog needs. */
-export class HeldLock implements Lock {
-  /** Created when somebody asks for the signal or the lock is lost, not for every lock. */
-  private controller?: AbortController;
-  private state: 'held' | 'released' | 'lost' = 'held';
-  /** Monotonic ms until which the lock is certainly ours, unless renewed. */
-  validUntil = 0;
-  /** Monotonic ms at which the watchdog wants to renew it. */
-  renewAt = 0;
-  /** A renewal is on its way to Redis. */
-  renewing = false;
-  /** Monotonic ms at which the acquiring request was sent. */
-  readonly acquiredAt: number;
-  private confirmedAt = -Infinity;
-
-  constructor(
-    private readonly owner: LockOwner,
-    /** The key as the caller named it. */
-    readonly name: string,
-    readonly key: string,
-    readonly token: string,
-    readonly fencingToken: number,
-    /** The TTL that renewals ask for. */
-    public ttl: number,
-    readonly watchdog: boolean,
-    sentAt: number,
-    /** Throttle mode: the lock is left to end this many ms after it was taken, not deleted. */
-    readonly holdFor?: number,
-  ) {
-    this.acquiredAt = sentAt;
-    this.confirmed(sentAt, ttl);
-  }
-
-  get signal(): AbortSignal {
-    this.controller ??= new AbortController();
-    return this.controller.signal;
-  }
-
-  /** Whether the lock is known lost (its signal, if created, is aborted). */
-  get lost(): boolean {
-    return this.state === 'lost';
-  }
-
-  get held(): boolean {
-    return this.state === 'held';
-  }
-
-  release(): Promise<boolean> {
-    return this.owner.releaseLock(this);
-  }
-
-  extend(ttl?: number): Promise<boolean> {
-    return this.owner.extendLock(this, ttl);
-  }
-
-  /**
-   * Redis confirmed the lock with `ttl` for a request sent at monotonic time `sentAt`. Redis
-   * applies one connection's requests in the order they were sent, so a confirmation of an
-   * earlier request than the last one confirmed says nothing new.
-   */
-  confirmed(sentAt: number, ttl: number): void {
-    if (sentAt < this.confirmedAt) return;
-    this.confirmedAt = sentAt;
-    this.validUntil = sentAt + ttl - this.owner.driftOf(ttl);
-    this.renewAt = sentAt + Math.floor(ttl / 3);
-  }
-
-  /** Marks the lock released by its owner; `false` if it had already ended. */
-  markReleased(): boolean {
-    if (this.state !== 'held') return false;
-    this.state = 'released';
-    return true;
-  }
-
-  /** Undoes {@link markReleased} when the release never reached Redis. */
-  markHeldAgain(): void {
-    if (this.state === 'released') this.state = 'held';
-  }
-
-  /** Marks the lock lost and aborts its signal; `false` if it had already ended. */
-  markLost(reason: string): boolean {
-    if (this.state === 'lost') return false;
-    this.state = 'lost';
-    this.controller ??= new AbortController();
-    this.controller.abort(new LockLostError(this.name, reason));
-    return true;
-  }
-
-  /** Keeps the token out of logs and error reports that print the object. */
-  toJSON(): object {
-    return { key: this.key, fencingToken: this.fencingToken, state: this.state };
-  }
-}
-
-/** Monotonic milliseconds. */
-export const monotonicNow = (): number => performance.now();

@@ -1,4 +1,4 @@
-import { monotonicNow } from '../lock.js';
+import { monotonicNow } from '../engine/clock.js';
 import {
   HANDOVER_LEASE,
   handoverTo,

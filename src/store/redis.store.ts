@@ -258,10 +258,15 @@ export class RedisLockStore implements LockStore {
     if (!this.subscriber) {
       // Queue SUBSCRIBE until the new connection is ready, whatever the user's client says. A
       // Cluster subscribes to sharded channels through one connection per master.
+      // It connects at once (it is made when a caller starts to wait, after the boot): a lazy
+      // subscriber would send SUBSCRIBE before its ready check, which subscriber mode refuses.
       const subscriber =
         this.client instanceof Cluster
-          ? this.client.duplicate([], { shardedSubscribers: pubsub === PUBSUB.sharded })
-          : this.client.duplicate({ enableOfflineQueue: true });
+          ? this.client.duplicate([], {
+              shardedSubscribers: pubsub === PUBSUB.sharded,
+              lazyConnect: false,
+            })
+          : this.client.duplicate({ enableOfflineQueue: true, lazyConnect: false });
       subscriber.on('error', (error) => this.options.onError('Redis subscriber error', error));
       subscriber.on(pubsub.event, (channel: string, message: string) => {
         for (const listener of this.listeners.get(channel) ?? []) listener(message);

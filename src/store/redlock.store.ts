@@ -1,5 +1,5 @@
 import { LockError, LockConnectionError, LockQuorumError, messageOf } from '../lock.errors.js';
-import { driftOf, monotonicNow } from '../lock.js';
+import { driftOf, monotonicNow } from '../engine/clock.js';
 import type {
   AcquireAttempt,
   LockStore,

@@ -1,6 +1,7 @@
-import { LockConnectionError } from './lock.errors.js';
-import { monotonicNow, type HeldLock } from './lock.js';
-import type { LockStore } from './store/lock-store.interface.js';
+import { LockConnectionError } from '../lock.errors.js';
+import type { LockStore } from '../store/lock-store.interface.js';
+import { monotonicNow } from './clock.js';
+import type { HeldLock } from './held-lock.js';
 
 /**
  * Why a lock ended: `gone` (Redis no longer has our token), `timeout` (renewals did not get

@@ -1,4 +1,4 @@
-import type { HeldLock } from './lock.js';
+import type { HeldLock } from './held-lock.js';
 
 /**
  * A lock taken for one piece of work (a `using` call, a `@WithLock` call), shared with the calls

@@ -1,0 +1,259 @@
+import {
+  HANDOVER_LEASE,
+  parseHandover,
+  type AcquireAttempt,
+} from '../store/lock-store.interface.js';
+import { monotonicNow } from './clock.js';
+
+/** A caller waiting for a lock, as the waiting room sees it. */
+export interface Waiter {
+  /** The token the caller's lock will carry. */
+  readonly token: string;
+  /** Monotonic ms after which the caller gives up. */
+  readonly deadline: number;
+  /** One atomic acquisition attempt with the caller's token and TTL. */
+  attempt(): Promise<AcquireAttempt>;
+  /**
+   * The caller holds the lock, valid from monotonic `validFrom`: when the request whose answer
+   * proved it (the caller's own attempt, or the release that handed it over) was sent.
+   */
+  acquired(fencingToken: number, validFrom: number): void;
+  failed(error: unknown): void;
+  /** The deadline passed; `pttl` is what the last attempt learned of the holder's TTL. */
+  timedOut(pttl: number): void;
+  /** An attempt succeeded after the caller had given up: the lock must be handed back. */
+  abandoned(): void;
+}
+
+/** First and largest delay of the fallback re-check, for when a release message is lost. */
+const FIRST_BACKOFF = 50;
+const MAX_BACKOFF = 1_000;
+/** Turns announced that a queue remembers for callers about to join it. */
+const RECENT_TURNS = 8;
+
+/**
+ * The callers of this process waiting for one key, in arrival order. Only the head talks to the
+ * store: it tries again when the store announces a release or its turn, or, should that message
+ * be lost, after a fallback delay bounded by the holder's remaining TTL and by a jittered
+ * exponential backoff. The others cost nothing until they reach the head. A message never makes
+ * a caller a holder by itself: only the answer to a request does, which the caller can date
+ * (see {@link Waiter.acquired}).
+ */
+export class KeyQueue {
+  readonly waiters: Waiter[] = [];
+  private readonly timeouts = new Map<Waiter, NodeJS.Timeout>();
+  /**
+   * Plain release messages heard so far, and the last few tokens whose turn was announced: what
+   * a caller that queued meanwhile may have missed. A turn announced for somebody else is no
+   * news to it (its first attempt found the lock taken, and it is in line).
+   */
+  releases = 0;
+  private readonly turns: string[] = [];
+  subscribed = false;
+  closed = false;
+  private attempting = false;
+  /** A release was announced while an attempt was on its way. */
+  private notified = false;
+  private fallback?: NodeJS.Timeout;
+  private fallbackAt = Infinity;
+  private backoff = FIRST_BACKOFF;
+  /** Waiters that a release of this process served while their own attempt was on its way. */
+  private readonly handedOver = new WeakSet<Waiter>();
+
+  /**
+   * @param pttl the holder's TTL as the first attempt saw it, or -1
+   * @param queueing the store keeps a queue (fair mode): a caller that becomes the head here
+   *   tries at once, which takes its place in that queue; without one it would only find the
+   *   lock taken, and waits for the release instead
+   * @param emptied called when the last waiter has left
+   */
+  constructor(
+    readonly key: string,
+    private pttl: number,
+    private readonly queueing: boolean,
+    private readonly emptied: (queue: KeyQueue) => void,
+  ) {}
+
+  /**
+   * Adds a caller; `heard` is how many release messages had been heard when its first attempt
+   * was sent, if the key was subscribed to then.
+   */
+  add(waiter: Waiter, heard?: number): void {
+    this.waiters.push(waiter);
+    if (waiter.deadline < Infinity) this.armDeadline(waiter);
+    if (!this.subscribed || this.attempting || this.waiters[0] !== waiter) return;
+    // Subscribed since before the first attempt, with no release and no turn of its own
+    // announced since: any release after that attempt will be heard, so there is nothing to
+    // try until then.
+    if (heard === this.releases && !this.turns.includes(waiter.token)) this.fallBack();
+    else this.next();
+  }
+
+  /** The queue gets waiters again after it lingered empty. */
+  reopen(pttl: number): void {
+    this.backoff = FIRST_BACKOFF;
+    this.pttl = pttl;
+  }
+
+  /** Notifications flow: a release between the first attempt and now went unheard, so try. */
+  start(): void {
+    this.subscribed = true;
+    if (this.waiters.length > 0) this.next();
+    else this.emptied(this);
+  }
+
+  /**
+   * A release by this process gave the lock to `token`, valid from `validFrom`; `false` when
+   * that caller no longer waits.
+   */
+  handOver(token: string, fencingToken: number, validFrom: number): boolean {
+    const waiter = this.waiters.find((candidate) => candidate.token === token);
+    if (!waiter) return false;
+    this.handedOver.add(waiter);
+    this.remove(waiter);
+    waiter.acquired(fencingToken, validFrom);
+    if (!this.attempting) this.afterAttempt(true);
+    return true;
+  }
+
+  /**
+   * Takes a caller that stops waiting out of the line, tells it (`left`), and lets the next
+   * one go on; `false` if it was no longer there.
+   */
+  drop(waiter: Waiter, left: () => void): boolean {
+    const wasHead = this.waiters[0] === waiter;
+    if (!this.remove(waiter)) return false;
+    left();
+    // While the old head's attempt is on its way, its result decides what comes next.
+    if (this.attempting) return true;
+    if (this.waiters.length === 0) this.emptied(this);
+    else if (wasHead) this.afterAttempt(true);
+    return true;
+  }
+
+  /** Fails every waiting caller with `error`. */
+  failAll(error: unknown): void {
+    for (const waiter of this.waiters.splice(0)) {
+      clearTimeout(this.timeouts.get(waiter));
+      waiter.failed(error);
+    }
+  }
+
+  /** Stops the fallback re-check, for good when the queue is closed. */
+  stop(): void {
+    clearTimeout(this.fallback);
+    this.fallbackAt = Infinity;
+  }
+
+  /** A release message on the key's channel. */
+  heardRelease(message: string): void {
+    const turn = parseHandover(message);
+    if (turn === undefined) this.releases++;
+    else if (this.turns.push(turn) > RECENT_TURNS) this.turns.shift();
+    const head = this.waiters[0];
+    if (!head) return;
+    if (turn !== undefined && turn !== head.token) {
+      // Reserved for a waiter of another process: our head keeps its place. Should that waiter
+      // not take it (it died, or hears too late), the reservation ends within the handover
+      // lease, and nobody announces that: look again then.
+      this.pttl = HANDOVER_LEASE;
+      if (!this.attempting) this.fallBack(true);
+      return;
+    }
+    // A release, or our head's turn: its next attempt takes the lock.
+    if (turn === undefined) {
+      this.backoff = FIRST_BACKOFF;
+      this.pttl = -1;
+    }
+    if (this.attempting) this.notified = true;
+    else this.next();
+  }
+
+  /** Lets the head of the queue try once. */
+  private next(): void {
+    const head = this.waiters[0];
+    if (!head) {
+      this.emptied(this);
+      return;
+    }
+    if (!this.subscribed || this.attempting || this.closed) return;
+    this.stop();
+    this.attempting = true;
+    this.notified = false;
+    const sentAt = monotonicNow();
+    head.attempt().then(
+      (result) => {
+        this.attempting = false;
+        if (result.acquired) {
+          if (this.remove(head)) head.acquired(result.fencingToken, sentAt);
+          else if (!this.handedOver.has(head)) head.abandoned();
+          this.pttl = -1;
+          // A release announced meanwhile came before this grant (RedLock announces each
+          // release once per master): the next caller has to wait for this holder's release.
+          this.notified = false;
+        } else {
+          this.pttl = result.pttl;
+        }
+        this.afterAttempt(this.waiters[0] !== head);
+      },
+      (error: unknown) => {
+        this.attempting = false;
+        if (this.remove(head)) head.failed(error);
+        this.afterAttempt(this.waiters[0] !== head);
+      },
+    );
+  }
+
+  /**
+   * After an attempt: with a queueing store, a new head tries at once, to take its place in
+   * line; otherwise the head tries again when a release is announced, or after the fallback
+   * delay.
+   */
+  private afterAttempt(headChanged: boolean): void {
+    if (this.waiters.length === 0) this.emptied(this);
+    else if ((headChanged && this.queueing) || this.notified) this.next();
+    else this.fallBack();
+  }
+
+  /** Arms the fallback re-check; with `sooner`, only if it comes before the one armed. */
+  private fallBack(sooner = false): void {
+    const jittered = this.backoff * (0.75 + Math.random() / 2);
+    const delay = this.pttl >= 0 ? Math.min(jittered, this.pttl + 1) : jittered;
+    if (sooner && monotonicNow() + delay >= this.fallbackAt) return;
+    this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF);
+    this.stop();
+    this.fallbackAt = monotonicNow() + delay;
+    this.fallback = setTimeout(() => {
+      this.fallbackAt = Infinity;
+      this.next();
+    }, delay);
+  }
+
+  private armDeadline(waiter: Waiter): void {
+    const timer = setTimeout(
+      () => this.giveUp(waiter),
+      Math.ceil(Math.max(0, waiter.deadline - monotonicNow())),
+    );
+    this.timeouts.set(waiter, timer);
+  }
+
+  private giveUp(waiter: Waiter): void {
+    // Timers count on the event loop's millisecond clock and can fire a little early by the
+    // monotonic one; a caller must have waited its full waitTimeout.
+    if (monotonicNow() < waiter.deadline && this.waiters.includes(waiter)) {
+      this.armDeadline(waiter);
+      return;
+    }
+    this.drop(waiter, () => waiter.timedOut(this.pttl));
+  }
+
+  /** Takes a waiter out of the queue; `false` if it was no longer there. */
+  private remove(waiter: Waiter): boolean {
+    const index = this.waiters.indexOf(waiter);
+    if (index < 0) return false;
+    this.waiters.splice(index, 1);
+    clearTimeout(this.timeouts.get(waiter));
+    this.timeouts.delete(waiter);
+    return true;
+  }
+}

@@ -1,0 +1,143 @@
+import type { LockStore } from '../store/lock-store.interface.js';
+import { KeyQueue, type Waiter } from './key-queue.js';
+
+export type { Waiter } from './key-queue.js';
+
+/**
+ * How long a key's subscription outlives its last waiter, in ms, and how many such idle
+ * subscriptions a process keeps: callers that wait for a key again soon (every caller of a
+ * contended key does) then cost no SUBSCRIBE and UNSUBSCRIBE per wait.
+ */
+const LINGER = 5_000;
+const MAX_IDLE = 256;
+
+/**
+ * Where the callers of this process wait for held locks: a {@link KeyQueue} per key, and the
+ * subscription to the key's release messages that feeds it.
+ */
+export class Waiters {
+  private readonly queues = new Map<string, KeyQueue>();
+  /** Queues with nobody waiting whose subscription lingers, oldest first, and their timers. */
+  private readonly idle = new Map<KeyQueue, NodeJS.Timeout>();
+  /** How to end each queue's subscription. */
+  private readonly subscriptions = new Map<KeyQueue, () => void>();
+
+  /** @param queueing the store keeps a queue of waiters (fair mode) */
+  constructor(
+    private readonly store: LockStore,
+    private readonly queueing: boolean,
+  ) {}
+
+  /** Whether callers of this process are already waiting for `key`. */
+  has(key: string): boolean {
+    return (this.queues.get(key)?.waiters.length ?? 0) > 0;
+  }
+
+  /**
+   * How many plain releases of `key` this process has heard, if it is subscribed to them:
+   * taken before a first attempt and given to {@link wait}, it tells whether a release may have
+   * come in between, unheard by anybody.
+   */
+  heard(key: string): number | undefined {
+    const queue = this.queues.get(key);
+    return queue?.subscribed ? queue.releases : undefined;
+  }
+
+  /** The longest-waiting caller of this process for `key`: the one a release here may serve. */
+  successor(key: string): string | undefined {
+    return this.queues.get(key)?.waiters[0]?.token;
+  }
+
+  /**
+   * Queues a caller for `key`. `pttl` is the holder's TTL seen by its first attempt, or -1;
+   * `heard` is what {@link heard} said before that attempt was sent.
+   */
+  wait(key: string, waiter: Waiter, pttl: number, heard?: number): void {
+    let queue = this.queues.get(key);
+    if (!queue) {
+      queue = this.open(key, pttl);
+    } else if (this.idle.has(queue)) {
+      clearTimeout(this.idle.get(queue));
+      this.idle.delete(queue);
+      queue.reopen(pttl);
+    }
+    queue.add(waiter, heard);
+  }
+
+  /**
+   * A release by this process gave the lock to `token` ({@link successor}), valid from
+   * `validFrom`. `false` when that caller no longer waits: the lock must then be released.
+   */
+  handOver(key: string, token: string, fencingToken: number, validFrom: number): boolean {
+    return this.queues.get(key)?.handOver(token, fencingToken, validFrom) ?? false;
+  }
+
+  /**
+   * The caller stops waiting (its wait was aborted): `left` is called if it was still waiting.
+   * Should an attempt of its be on its way and succeed, the caller is told it was
+   * {@link Waiter.abandoned}.
+   */
+  cancel(key: string, waiter: Waiter, left: () => void): void {
+    this.queues.get(key)?.drop(waiter, left);
+  }
+
+  /**
+   * Fails every waiting caller with `error` and ends all subscriptions. Returns the key and
+   * token of each, for the caller to take them out of the store's queues.
+   */
+  close(error: Error): { key: string; token: string }[] {
+    const left = [...this.queues.values()].flatMap((queue) =>
+      queue.waiters.map((waiter) => ({ key: queue.key, token: waiter.token })),
+    );
+    for (const queue of [...this.queues.values()]) this.fail(queue, error);
+    return left;
+  }
+
+  private open(key: string, pttl: number): KeyQueue {
+    const queue = new KeyQueue(key, pttl, this.queueing, (emptied) => this.linger(emptied));
+    this.queues.set(key, queue);
+    this.store
+      .subscribe(key, (message) => queue.heardRelease(message))
+      .then(
+        (unsubscribe) => {
+          if (queue.closed) {
+            unsubscribe();
+            return;
+          }
+          this.subscriptions.set(queue, unsubscribe);
+          queue.start();
+        },
+        (error: unknown) => this.fail(queue, error),
+      );
+    return queue;
+  }
+
+  private fail(queue: KeyQueue, error: unknown): void {
+    queue.failAll(error);
+    this.end(queue);
+  }
+
+  /** Nobody waits any more: keeps the subscription a while for the next waiter, if any. */
+  private linger(queue: KeyQueue): void {
+    queue.stop();
+    if (queue.closed || this.idle.has(queue) || !queue.subscribed) return;
+    const timer = setTimeout(() => this.end(queue), LINGER);
+    timer.unref();
+    this.idle.set(queue, timer);
+    if (this.idle.size > MAX_IDLE) {
+      const [oldest] = this.idle.keys();
+      this.end(oldest);
+    }
+  }
+
+  private end(queue: KeyQueue): void {
+    if (queue.closed) return;
+    queue.closed = true;
+    queue.stop();
+    clearTimeout(this.idle.get(queue));
+    this.idle.delete(queue);
+    if (this.queues.get(queue.key) === queue) this.queues.delete(queue.key);
+    this.subscriptions.get(queue)?.();
+    this.subscriptions.delete(queue);
+  }
+}
