@@ -1,0 +1,176 @@
+import { jest } from '@jest/globals';
+import { KeyQueue, type Waiter } from '../../src/engine/key-queue.js';
+import { handoverTo, type AcquireAttempt } from '../../src/store/lock-store.interface.js';
+
+/** A waiter whose attempts answer as the test says, recording what happens to it. */
+class ScriptedWaiter implements Waiter {
+  readonly events: string[] = [];
+  attempts = 0;
+  private replies: ((attempt: AcquireAttempt) => void)[] = [];
+
+  constructor(
+    readonly token: string,
+    readonly deadline = Infinity,
+  ) {}
+
+  attempt(): Promise<AcquireAttempt> {
+    this.attempts++;
+    return new Promise((resolve) => this.replies.push(resolve));
+  }
+
+  /** Answers the attempt on its way. */
+  answer(attempt: AcquireAttempt): void {
+    const reply = this.replies.shift();
+    if (!reply) throw new Error(`${this.token} has no attempt on its way`);
+    reply(attempt);
+  }
+
+  acquired(fencingToken: number, validFrom: number): void {
+    this.events.push(`acquired ${fencingToken} from ${validFrom}`);
+  }
+  failed(error: unknown): void {
+    this.events.push(`failed ${String(error)}`);
+  }
+  timedOut(pttl: number): void {
+    this.events.push(`timed out (pttl ${pttl})`);
+  }
+  abandoned(): void {
+    this.events.push('abandoned');
+  }
+}
+
+const refused = (pttl = 10_000): AcquireAttempt => ({ acquired: false, pttl });
+const granted = (fencingToken: number): AcquireAttempt => ({ acquired: true, fencingToken });
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('KeyQueue: one key, the callers of one process', () => {
+  let emptied: number;
+  const queue = (queueing = true) => {
+    const q = new KeyQueue('lock:k', 10_000, queueing, () => emptied++);
+    q.start();
+    return q;
+  };
+
+  beforeEach(() => {
+    emptied = 0;
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+  });
+
+  afterEach(() => {
+    jest.useRealTimers();
+  });
+
+  it('lets only the head attempt, and the next one in line once the head holds the lock', async () => {
+    const q = queue();
+    const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+    q.add(a);
+    q.add(b);
+    expect([a.attempts, b.attempts]).toEqual([1, 0]);
+    a.answer(granted(7));
+    await settle();
+    expect(a.events).toEqual([expect.stringMatching(/^acquired 7 from /)]);
+    // In fair mode the new head takes its place in the store's line at once.
+    expect(b.attempts).toBe(1);
+  });
+
+  it('treats a turn announced for somebody else as no news, but looks again within the handover lease', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a');
+    q.add(a);
+    // Refused again and again, the fallback re-check backs off to about a second.
+    for (let i = 0; i < 6; i++) {
+      a.answer(refused());
+      await settle();
+      jest.advanceTimersByTime(1_300);
+    }
+    a.answer(refused());
+    await settle();
+    const before = a.attempts;
+    q.heardRelease(handoverTo('someone-else'));
+    expect(a.attempts).toBe(before);
+    // Should that waiter be dead, its reservation ends within the handover lease (500 ms).
+    jest.advanceTimersByTime(502);
+    expect(a.attempts).toBe(before + 1);
+  });
+
+  it('answers its own turn with an attempt, never by holding on the notice alone', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a');
+    q.add(a);
+    a.answer(refused());
+    await settle();
+    q.heardRelease(handoverTo('a'));
+    expect(a.events).toEqual([]);
+    expect(a.attempts).toBe(2);
+    a.answer(granted(9));
+    await settle();
+    expect(a.events).toEqual([expect.stringMatching(/^acquired 9 from /)]);
+  });
+
+  it('follows a turn heard while an attempt was on its way with another attempt', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a');
+    q.add(a);
+    q.heardRelease(handoverTo('a'));
+    a.answer(refused()); // sent before the lock was reserved for it
+    await settle();
+    expect(a.attempts).toBe(2);
+  });
+
+  it('needs no attempt from a caller that queued with nothing heard since its first attempt', () => {
+    const q = queue();
+    q.heardRelease(handoverTo('someone-else'));
+    const heard = q.releases;
+    const a = new ScriptedWaiter('a');
+    q.add(a, heard);
+    expect(a.attempts).toBe(0);
+    // Its own turn, announced between its first attempt and joining the line, is news.
+    const b = new ScriptedWaiter('b');
+    const q2 = queue();
+    const heard2 = q2.releases;
+    q2.heardRelease(handoverTo('b'));
+    q2.add(b, heard2);
+    expect(b.attempts).toBe(1);
+  });
+
+  it('hands a release of this process to the waiter it names, and ignores that waiter’s late attempt', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a');
+    const b = new ScriptedWaiter('b');
+    q.add(a);
+    q.add(b);
+    expect(q.handOver('a', 11, 123)).toBe(true);
+    expect(a.events).toEqual(['acquired 11 from 123']);
+    a.answer(granted(12)); // its attempt ran after the handover: the same lock, not a second
+    await settle();
+    expect(a.events).toEqual(['acquired 11 from 123']);
+    expect(b.attempts).toBe(1);
+    expect(q.handOver('gone', 1, 1)).toBe(false);
+  });
+
+  it('drops a caller that leaves, and tells one whose attempt succeeded too late to give it back', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a');
+    const b = new ScriptedWaiter('b');
+    q.add(a);
+    q.add(b);
+    const left: string[] = [];
+    expect(q.drop(a, () => left.push('a'))).toBe(true);
+    expect(left).toEqual(['a']);
+    a.answer(granted(5));
+    await settle();
+    expect(a.events).toEqual(['abandoned']);
+    expect(b.attempts).toBe(1);
+  });
+
+  it('times a caller out at its deadline with what the last attempt learnt', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a', performance.now() + 1_000);
+    q.add(a);
+    a.answer(refused(4_000));
+    await settle();
+    jest.advanceTimersByTime(1_001);
+    expect(a.events).toEqual(['timed out (pttl 4000)']);
+    expect(emptied).toBe(1);
+  });
+});
