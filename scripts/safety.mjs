@@ -4,7 +4,10 @@
  * exits non-zero on any violation. Needs the built library (`npm run build`).
  *
  * Options: --workers N (default 8), --duration S (default 150), --ttl MS (default 400),
- * --unfenced-reads (the resource fences writes only, as `writeFenced` does), --json.
+ * --unfenced-reads (the resource fences writes only, as `writeFenced` does), --json,
+ * --faults a,b,c (the faults to cycle through; default: all of the mode's). The single-Redis
+ * mode's faults are kill, stop, restart (aimed at the holder) and lag, kill-waiter, short-ttl
+ * (aimed at the waiters of the fair handover), with --lag MIN-MAX (ms, default 1000-3000).
  * --redlock runs the RedLock mode instead: the checker starts --masters N redis-servers
  * (default 5) and stops them at the end, the workers use them with --node-timeout MS (default
  * 100), and the faults are kill, stop and restarts of a minority and of a majority of them.
@@ -24,8 +27,11 @@ const { values } = parseArgs({
     redlock: { type: 'boolean', default: false },
     masters: { type: 'string', default: '5' },
     'node-timeout': { type: 'string', default: '100' },
+    faults: { type: 'string' },
+    lag: { type: 'string', default: '1000-3000' },
   },
 });
+const [lagMin, lagMax] = values.lag.split('-').map(Number);
 
 assertRedisServerInstalled();
 // The RedLock mode's masters are the checker's own; the single-Redis mode's server is ours.
@@ -44,6 +50,14 @@ try {
     gapMs: 1_000,
     tailMs: 1_000,
     fenceReads: !values['unfenced-reads'],
+    ...(values.faults
+      ? {
+          faults: /** @type {import('../test/safety/checker/checker.mjs').FaultKind[]} */ (
+            values.faults.split(',')
+          ),
+        }
+      : {}),
+    lagMs: [lagMin, lagMax],
     log: (line) => console.log(`[${new Date().toISOString().slice(11, 23)}] ${line}`),
   });
   const result = await checker.run();

@@ -7,9 +7,12 @@
  * A section's resource interval runs from its read to its write (or to its release when it did
  * not write). Two intervals that overlap mean two holders were inside the critical section at
  * once: an overlap. Each overlap must be explained by a fault (the older holder was a fault's
- * victim, or held the lock while a fault ran), and the older (stale) holder must have been
- * refused by the fencing guard, at its read or its write. Only faults that can take a lock
- * explain an overlap: not a RedLock `minority` fault that left the lock on a majority.
+ * victim, or held the lock while a fault ran), or by the older holder's validity running out
+ * while it was inside (it was told: its signal aborted before the newer holder acquired; the
+ * workers go on writing regardless, on purpose, as a paused or starved process would); and the
+ * older (stale) holder must have been refused by the fencing guard, at its read or its write.
+ * Only faults that can take a lock explain an overlap: not a RedLock `minority` fault that left
+ * the lock on a majority, nor the faults aimed at waiters.
  */
 
 /**
@@ -84,6 +87,19 @@ export function analyze(checker, elapsedMs) {
   if (tokensHandedOutOfOrder) {
     violations.push(`${tokensHandedOutOfOrder} acquisitions got a token not above an earlier one`);
   }
+  // A call whose lock Redis granted must be able to start its section under it, unless the
+  // answer took about its TTL: validity counts from when the granting request was sent, so a
+  // grant answered within half its TTL that had already expired was dated before its request.
+  const expiredOnArrival = checker.grantedButLost.filter(
+    (f) => f.how === 'expired' && (f.grantRttMs === undefined || f.grantRttMs >= f.ttl / 2),
+  );
+  const grantedButLost = checker.grantedButLost.filter((f) => !expiredOnArrival.includes(f));
+  for (const failed of grantedButLost) {
+    violations.push(
+      `worker ${failed.worker} (ttl ${failed.ttl} ms) was granted the lock (answered in ` +
+        `${failed.grantRttMs ?? '?'} ms) but its call failed before the section ran: ${failed.message}`,
+    );
+  }
 
   // Overlaps of resource intervals.
   const intervals = sections
@@ -103,6 +119,7 @@ export function analyze(checker, elapsedMs) {
     );
   let overlaps = 0;
   let explainedOverlaps = 0;
+  let toldOverlaps = 0;
   /** @type {Set<Section>} */
   const staleHolders = new Set();
   for (let i = 0; i < intervals.length; i++) {
@@ -113,6 +130,7 @@ export function analyze(checker, elapsedMs) {
       const where = `workers ${stale.worker} (token ${stale.token}) and ${fresh.worker} (token ${fresh.token})`;
       staleHolders.add(stale);
       if (explainedBy(stale)) explainedOverlaps++;
+      else if (stale.lostSeq !== undefined && stale.lostSeq < fresh.acquiredSeq) toldOverlaps++;
       else violations.push(`overlap without a fault: ${where}`);
       if (stale.readAccepted && stale.writeAccepted) {
         violations.push(`overlap where the stale holder's write was accepted: ${where}`);
@@ -137,8 +155,13 @@ export function analyze(checker, elapsedMs) {
   const killFaults = checker.faults.filter((f) => f.kind === 'kill');
   const restartFaults = checker.faults.filter((f) => f.kind === 'restart');
   const minorityFaults = checker.faults.filter((f) => f.kind === 'minority');
+  const lagFaults = checker.faults.filter((f) => f.kind === 'lag');
+  const killWaiterFaults = checker.faults.filter((f) => f.kind === 'kill-waiter');
+  const shortTtlFaults = checker.faults.filter((f) => f.kind === 'short-ttl');
   const fact = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
     faults.map((f) => f.facts[name]);
+  const total = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
+    faults.reduce((sum, f) => sum + (typeof f.facts[name] === 'number' ? f.facts[name] : 0), 0);
 
   return {
     ok: violations.length === 0,
@@ -160,6 +183,8 @@ export function analyze(checker, elapsedMs) {
     staleWritesAccepted: staleAccepted,
     overlaps,
     explainedOverlaps,
+    /** Overlaps whose older holder had been told its lock was lost before the newer acquired. */
+    toldOverlaps,
     staleHolders: staleHolders.size,
     staleHoldersRefused: [...staleHolders].filter((s) => !(s.readAccepted && s.writeAccepted))
       .length,
@@ -195,6 +220,26 @@ export function analyze(checker, elapsedMs) {
       checker.faults.filter((f) => f.kind === 'minority' || f.kind === 'majority'),
       'restartMs',
     ),
+    grantedButLost: grantedButLost.length,
+    /** Grants whose answer came too late to use them: `usable()` refused them, as it must. */
+    expiredOnArrival: expiredOnArrival.length,
+    expiredOnArrivalRttMs: expiredOnArrival.map((f) => f.grantRttMs),
+    // The faults aimed at the waiters of the fair handover.
+    lagFaults: lagFaults.length,
+    lagDelayMs: fact(lagFaults, 'delayMs'),
+    lagLateChunks: total(lagFaults, 'lateChunks'),
+    lagStalls: total(lagFaults, 'stalls'),
+    lagSections: total(lagFaults, 'sections'),
+    lagLaggedSections: total(lagFaults, 'laggedSections'),
+    lagMaxGapMs: fact(lagFaults, 'maxGapMs'),
+    killWaiterFaults: killWaiterFaults.length,
+    killWaiterVictims: total(killWaiterFaults, 'victims'),
+    /** The longest time the key stayed unused while others waited, after each kill-waiter. */
+    deadWaiterGapMs: fact(killWaiterFaults, 'gapMs'),
+    shortTtlFaults: shortTtlFaults.length,
+    shortTtlSections: total(shortTtlFaults, 'sections'),
+    shortTtlWaitedPastTtl: total(shortTtlFaults, 'waitedPastTtl'),
+    shortTtlLostInSection: total(shortTtlFaults, 'lostInSection'),
   };
 }
 
@@ -228,7 +273,8 @@ export function formatSummary(r) {
     `  processes              ${r.processes} (${r.workersAtOnce} at a time)`,
     `  critical sections      ${r.sections} entered, ${r.acceptedWrites} accepted (counter ${r.counter})`,
     `  faults injected        ${kv(r.faultsByKind)}`,
-    `  overlaps found         ${r.overlaps} pairs (${r.explainedOverlaps} explained by a fault), ` +
+    `  overlaps found         ${r.overlaps} pairs (${r.explainedOverlaps} explained by a fault, ` +
+      `${r.toldOverlaps} after the older holder was told its lock was lost), ` +
       `${r.staleHolders} stale holders, ${r.staleHoldersRefused} refused by the guard`,
     `  stale writes rejected  ${r.staleWritesRejected} (stale reads rejected ${r.staleReadsRejected})`,
     `  stale writes accepted  ${r.staleWritesAccepted}`,
@@ -238,10 +284,44 @@ export function formatSummary(r) {
     `  acquire failures       ${kv(r.acquireFailures)}`,
     ...(r.redlock ? redlockLines(r) : [`  kill → next acquire    ${spread(r.killTakeoverMs)}`]),
     `  stop: aborted before stale write ${r.stopAbortBeforeWrite}/${r.stopFaults}`,
+    `  granted, lost before use ${r.grantedButLost} (answered too late to use: ` +
+      `${r.expiredOnArrival}${r.expiredOnArrival ? `, in ${spread(r.expiredOnArrivalRttMs, '')}` : ''})`,
+    ...waiterLines(r),
     `  violations             ${r.violations.length}`,
     ...r.violations.map((v) => `    - ${v}`),
   ];
   return lines.join('\n');
+}
+
+/**
+ * The lines of the faults aimed at waiters, for those that ran.
+ * @param {ReturnType<typeof analyze>} r
+ */
+function waiterLines(r) {
+  return [
+    ...(r.lagFaults
+      ? [
+          `  lag                    ${r.lagFaults}: pub/sub late by ${spread(r.lagDelayMs, '')}, ` +
+            `${r.lagLateChunks} chunks delivered late, ${r.lagStalls} command stalls`,
+          `    sections meanwhile   ${r.lagSections} (${r.lagLaggedSections} by lagging ` +
+            `workers); key unused at most ${spread(r.lagMaxGapMs, '')}`,
+        ]
+      : []),
+    ...(r.killWaiterFaults
+      ? [
+          `  kill-waiter            ${r.killWaiterFaults}: ${r.killWaiterVictims} queued ` +
+            `waiters killed (ttl 10 s); key unused while others waited ` +
+            spread(r.deadWaiterGapMs, ' (handover lease 500 ms)'),
+        ]
+      : []),
+    ...(r.shortTtlFaults
+      ? [
+          `  short-ttl              ${r.shortTtlFaults}: ${r.shortTtlSections} sections with ` +
+            `a ttl of 50–100 ms, ${r.shortTtlWaitedPastTtl} after waiting longer than it; ` +
+            `lost in the section ${r.shortTtlLostInSection}`,
+        ]
+      : []),
+  ];
 }
 
 /**

@@ -15,6 +15,22 @@
  *   while a holder is inside. The holder must be told (signal aborted, LockLostError), and work
  *   must go on.
  *
+ * Three more, aimed at the waiters of the fair handover rather than at the holder:
+ * - `lag`: each worker then talks to Redis through a TCP proxy of its own, here. For a few
+ *   seconds the pub/sub connections of half the waiters lag by several handover leases
+ *   (their turn notices come after the reservation expired and someone else took the lock),
+ *   and their command connections stall for moments. A late notice must never make a second
+ *   holder: no overlap may occur that the older holder was not told of first.
+ * - `kill-waiter`: SIGKILL one or two waiters while they are queued in Redis (behind at least
+ *   two others), having given them a TTL far longer than the handover lease; replacements are
+ *   forked. The key may stay unused while the others wait for about a handover lease per dead
+ *   waiter, never for a dead waiter's TTL (see {@link DEAD_WAITER_BOUND_MS}).
+ * - `short-ttl`: for a few seconds half the workers ask for a TTL of 50–100 ms while the
+ *   others work longer in their sections, so that those waiters wait longer than their TTL.
+ *   A lock handed over to them must be theirs when they start: none may be reported lost
+ *   before its section runs, nor found expired on arrival unless its answer took half its TTL
+ *   or more (checked over the whole run, see `grantedButLost`).
+ *
  * RedLock mode (`redlock: { masters: 5 }`): the checker starts N independent redis-servers of its
  * own (and stops them all at the end, however the run ends), and each worker's LockModule gets
  * them all as an array. `kill` and `stop` work as above, except that after a kill nobody may
@@ -35,16 +51,28 @@ import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 import { analyze } from './analyze.mjs';
 import { LockServers } from './masters.mjs';
+import { randomInt, shuffled } from './random.mjs';
 import { FencedCounter } from './resource.mjs';
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.meta.url));
 
-/** @typedef {'kill' | 'stop' | 'restart' | 'minority' | 'majority'} FaultKind */
+/**
+ * @typedef {'kill' | 'stop' | 'restart' | 'minority' | 'majority' | WaiterFaultKind} FaultKind
+ * @typedef {'lag' | 'kill-waiter' | 'short-ttl'} WaiterFaultKind
+ */
+/** The faults aimed at the waiters of the fair handover (single Redis). */
+const WAITER_FAULT_KINDS = /** @type {const} */ (['lag', 'kill-waiter', 'short-ttl']);
 /** The faults of the single-Redis mode, and its default plan. */
-export const FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'restart']);
+export const FAULT_KINDS = /** @type {const} */ ([
+  'kill',
+  'stop',
+  'restart',
+  ...WAITER_FAULT_KINDS,
+]);
 /** The faults of the RedLock mode, and its default plan. */
 export const REDLOCK_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'minority', 'majority']);
 
@@ -54,6 +82,23 @@ export const REDLOCK_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'minor
  * machine (measured well under it on 2 loaded cores).
  */
 const TOLD_SLACK_MS = 250;
+
+/**
+ * The TTL that `kill-waiter` gives its victims before it kills them while they wait (plus the
+ * victim's index, which tells their places in the queue apart).
+ */
+const VICTIM_TTL = 10_000;
+
+/**
+ * How long the key may stay unused while others wait after `kill-waiter`, in ms. A dead waiter
+ * whose turn comes holds the key for a handover lease (HANDOVER_LEASE, 500 ms), after which the
+ * others' re-checks (armed to fire within a lease of the turn notice) take it: one or two
+ * victims cost about 0.5 or 1 s. The bound leaves a second of slack on a loaded machine above
+ * two leases, and lies far below the victims' TTL (10 s), which a reservation for a dead
+ * waiter's full TTL would cost, and below the queue lease (3 s), which a dead waiter that had
+ * to be waited out would cost.
+ */
+const DEAD_WAITER_BOUND_MS = 2_000;
 
 /**
  * @typedef {object} CheckerOptions
@@ -70,6 +115,8 @@ const TOLD_SLACK_MS = 250;
  * @property {number} [gapMs] quiet time before each fault
  * @property {number} [tailMs] quiet time after the last fault
  * @property {boolean} [fenceReads] whether the resource fences reads too (default true)
+ * @property {[number, number]} [lagMs] how late, in ms, `lag` delivers the lagging waiters'
+ *   pub/sub traffic (drawn between the two for each fault; default 1–3 s)
  * @property {(line: string) => void} [log] progress lines
  */
 
@@ -78,6 +125,8 @@ const TOLD_SLACK_MS = 250;
  * @property {number} worker
  * @property {number} token the lock's fencing token
  * @property {string} [lockToken] the lock's own token, the value of its key in Redis
+ * @property {number} ttl the TTL the worker asked for
+ * @property {number} waitedMs how long the worker waited for the lock
  * @property {number} acquiredSeq
  * @property {number} acquiredAt
  * @property {number} [readSeq]
@@ -89,15 +138,25 @@ const TOLD_SLACK_MS = 250;
  * @property {number} [lostAt]
  * @property {string} [lostReason]
  * @property {number} [releasedSeq]
+ * @property {number} [releasedAt]
  * @property {string} [outcome] 'ok' or the name of the error `using` rejected with
  * @property {FaultKind} [fault] the fault this section was the victim of
  */
 
 /**
+ * @typedef {object} GrantedButLost A call whose lock Redis granted, failed before its section.
+ * @property {number} worker
+ * @property {'lost' | 'expired'} how reported lost, or found expired when the answer came
+ * @property {number} ttl
+ * @property {number} [grantRttMs] how long the granting request's answer took
+ * @property {string} message the error's
+ */
+
+/**
  * @typedef {object} Fault
  * @property {FaultKind} kind
- * @property {number} worker the victim
- * @property {number} token the victim's fencing token
+ * @property {number} worker the victim (0 for the faults aimed at waiters)
+ * @property {number} token the victim's fencing token (0 for the faults aimed at waiters)
  * @property {number} startSeq
  * @property {number} [endSeq]
  * @property {number} startedAt
@@ -110,14 +169,29 @@ const TOLD_SLACK_MS = 250;
 /** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * @param {FaultKind} kind
+ * @returns {kind is WaiterFaultKind}
+ */
+function isWaiterFault(kind) {
+  return /** @type {readonly FaultKind[]} */ (WAITER_FAULT_KINDS).includes(kind);
+}
+
 class WorkerHandle {
   /**
    * @param {number} id
    * @param {import('node:child_process').ChildProcess} child
+   * @param {TcpProxy} [proxy] the worker's own way to Redis, with `lag`
    */
-  constructor(id, child) {
+  constructor(id, child, proxy) {
     this.id = id;
     this.child = child;
+    this.proxy = proxy;
+    /**
+     * The TTL asked for by the call now waiting for the lock; undefined while none waits.
+     * @type {number | undefined}
+     */
+    this.waitingTtl = undefined;
     this.stderr = '';
     this.ready = false;
     this.exited = false;
@@ -150,6 +224,11 @@ export class SafetyChecker {
     this.durationMs = options.durationMs ?? 0;
     this.gapMs = options.gapMs ?? 600;
     this.tailMs = options.tailMs ?? 500;
+    this.lagMs = options.lagMs ?? [1_000, 3_000];
+    // With `lag`, each worker reaches Redis through a proxy of its own in this process.
+    this.proxied = this.faultPlan.includes('lag');
+    /** @type {Promise<void>[]} the proxies of workers that exited, stopping */
+    this.proxiesStopping = [];
     this.log = options.log ?? (() => undefined);
     this.keyPrefix = `checker:${process.pid}:${Date.now().toString(36)}:`;
     this.key = 'counter';
@@ -171,6 +250,13 @@ export class SafetyChecker {
     this.acquireFailures = {};
     /** Duplicate fencing tokens handed out (to two acquisitions). */
     this.duplicateTokens = 0;
+    /**
+     * Calls whose lock Redis granted but that failed before their section ran: the lock was
+     * reported `lost`, or had `expired` when the answer came (with how long the answer took,
+     * where the worker measured it).
+     * @type {GrantedButLost[]}
+     */
+    this.grantedButLost = [];
     /** @type {((worker: WorkerHandle, message: any) => void) | undefined} */
     this.interceptRead = undefined;
     /** @type {Set<() => void>} */
@@ -224,6 +310,7 @@ export class SafetyChecker {
   /** Forks one worker and resolves once its Nest context is up. */
   async spawnWorker() {
     const id = this.nextWorkerId++;
+    const proxy = this.proxied && this.redis ? await TcpProxy.start(this.redis.port) : undefined;
     const child = fork(WORKER_PATH, [], {
       execArgv: [],
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -231,7 +318,7 @@ export class SafetyChecker {
         ...process.env,
         // One URL, or the masters' URLs comma-separated for RedLock (empty otherwise, in case
         // the parent's environment had some).
-        CHECKER_REDIS_URL: this.redlock ? '' : this.lockServers.urls[0],
+        CHECKER_REDIS_URL: this.redlock ? '' : (proxy?.url ?? this.lockServers.urls[0]),
         CHECKER_REDIS_URLS: this.redlock ? this.lockServers.urls.join(',') : '',
         CHECKER_NODE_TIMEOUT: String(this.nodeTimeout),
         CHECKER_KEY: this.key,
@@ -242,7 +329,7 @@ export class SafetyChecker {
       },
     });
     this.processesStarted++;
-    const worker = new WorkerHandle(id, child);
+    const worker = new WorkerHandle(id, child, proxy);
     this.workers.set(id, worker);
     child.stderr?.on('data', (chunk) => {
       worker.stderr = (worker.stderr + chunk.toString()).slice(-4000);
@@ -251,6 +338,7 @@ export class SafetyChecker {
     child.on('exit', (code, signal) => {
       worker.exited = true;
       this.workers.delete(id);
+      if (proxy) this.proxiesStopping.push(proxy.stop());
       if (!worker.expectedExit) {
         this.violations.push(
           `worker ${id} exited unexpectedly (code ${code}, signal ${signal}): ` +
@@ -280,7 +368,11 @@ export class SafetyChecker {
       case 'ready':
         worker.ready = true;
         break;
+      case 'waiting':
+        worker.waitingTtl = message.ttl;
+        break;
       case 'acquired': {
+        worker.waitingTtl = undefined;
         const key = `${id}:${message.token}`;
         if (this.sectionList.some((s) => s.token === message.token)) this.duplicateTokens++;
         /** @type {Section} */
@@ -288,6 +380,8 @@ export class SafetyChecker {
           worker: id,
           token: message.token,
           lockToken: message.lockToken,
+          ttl: message.ttl,
+          waitedMs: message.waitedMs,
           acquiredSeq: seq,
           acquiredAt: now,
         };
@@ -329,12 +423,23 @@ export class SafetyChecker {
         const section = this.section(id, message.token);
         if (section) {
           section.releasedSeq = seq;
+          section.releasedAt = now;
           section.outcome = message.outcome;
         }
         break;
       }
       case 'acquireFailed':
+        worker.waitingTtl = undefined;
         this.acquireFailures[message.error] = (this.acquireFailures[message.error] ?? 0) + 1;
+        if (message.grantedButLost) {
+          this.grantedButLost.push({
+            worker: id,
+            how: message.grantedButLost,
+            ttl: message.ttl,
+            grantRttMs: message.grantRttMs,
+            message: message.message,
+          });
+        }
         break;
       default:
         break;
@@ -457,6 +562,14 @@ export class SafetyChecker {
 
   /** @param {FaultKind} kind */
   async inject(kind) {
+    if (isWaiterFault(kind)) {
+      const fault = this.begin(kind, 0, 0);
+      if (kind === 'lag') await this.lag(fault);
+      else if (kind === 'kill-waiter') await this.killWaiter(fault);
+      else await this.shortTtl(fault);
+      await this.settle(fault);
+      return;
+    }
     // Aim at the worker that is inside the critical section: take over its next read.
     /** @type {{ worker: WorkerHandle, message: any } | undefined} */
     let victim;
@@ -470,18 +583,7 @@ export class SafetyChecker {
     if (!armed || !victim) return;
     const section = this.section(victim.worker.id, victim.message.token);
     if (section) section.fault = kind;
-    /** @type {Fault} */
-    const fault = {
-      kind,
-      worker: victim.worker.id,
-      token: victim.message.token,
-      startSeq: ++this.seq,
-      startedAt: Date.now(),
-      losesLock: kind !== 'minority',
-      problems: [],
-      facts: {},
-    };
-    this.faults.push(fault);
+    const fault = this.begin(kind, victim.worker.id, victim.message.token);
     if (kind === 'kill') await this.kill(fault, victim.worker);
     else if (kind === 'stop') await this.stop(fault, victim.worker, victim.message);
     else if (kind === 'restart') await this.restartRedis(fault, victim.worker, victim.message);
@@ -490,6 +592,38 @@ export class SafetyChecker {
         kind === 'majority' ? this.lockServers.quorum : this.masterCount - this.lockServers.quorum;
       await this.restartMasters(fault, victim.worker, victim.message, count);
     }
+    await this.settle(fault);
+  }
+
+  /**
+   * Records a fault as it starts.
+   * @param {FaultKind} kind
+   * @param {number} worker
+   * @param {number} token
+   */
+  begin(kind, worker, token) {
+    /** @type {Fault} */
+    const fault = {
+      kind,
+      worker,
+      token,
+      startSeq: ++this.seq,
+      startedAt: Date.now(),
+      // Only a fault that can take the lock from its holder explains an overlap.
+      losesLock: kind !== 'minority' && !isWaiterFault(kind),
+      problems: [],
+      facts: {},
+    };
+    this.faults.push(fault);
+    return fault;
+  }
+
+  /**
+   * Ends a fault: work must go on after it, and what went wrong counts as violations.
+   * @param {Fault} fault
+   */
+  async settle(fault) {
+    const kind = fault.kind;
     fault.endSeq = ++this.seq;
     // Nothing hangs: work must go on after every fault.
     const endSeq = fault.endSeq;
@@ -499,8 +633,214 @@ export class SafetyChecker {
       ...fault.problems.map((p) => `${kind} fault #${this.faults.length}: ${p}`),
     );
     this.log(
-      `${kind} of worker ${fault.worker}: ${fault.problems.length ? fault.problems.join('; ') : 'ok'}`,
+      `${kind}${fault.worker ? ` of worker ${fault.worker}` : ''}: ` +
+        (fault.problems.length ? fault.problems.join('; ') : 'ok') +
+        (isWaiterFault(kind) ? ` ${JSON.stringify(fault.facts)}` : ''),
     );
+  }
+
+  // ---- the faults aimed at waiters -----------------------------------------------------------
+
+  /** Workers up and running, neither stopped nor on their way out. */
+  liveWorkers() {
+    return [...this.workers.values()].filter(
+      (worker) => worker.ready && !worker.exited && !worker.expectedExit && !worker.stopped,
+    );
+  }
+
+  /** The worker inside the critical section as far as the checker knows, or 0. */
+  holder() {
+    const last = this.sectionList[this.sectionList.length - 1];
+    return last && last.releasedSeq === undefined ? last.worker : 0;
+  }
+
+  /**
+   * Sets the TTL a worker asks for in its next calls and how long its sections work (both back
+   * to the defaults when not given).
+   * @param {WorkerHandle} worker
+   * @param {{ ttl?: number, work?: [number, number] }} config
+   */
+  configure(worker, config) {
+    if (worker.child.connected) worker.child.send({ type: 'config', ...config }, () => undefined);
+  }
+
+  /**
+   * How long the key stayed unused before each acquisition after `fromSeq` up to `toSeq`: from
+   * the release of the section before it (as its worker reported) to the acquisition.
+   * @param {number} fromSeq
+   * @param {number} toSeq
+   */
+  idleGaps(fromSeq, toSeq) {
+    const gaps = [];
+    const list = this.sectionList;
+    for (let i = 1; i < list.length; i++) {
+      const [before, section] = [list[i - 1], list[i]];
+      if (section.acquiredSeq <= fromSeq || section.acquiredSeq > toSeq) continue;
+      if (before.releasedAt !== undefined) {
+        gaps.push(Math.max(0, section.acquiredAt - before.releasedAt));
+      }
+    }
+    return gaps;
+  }
+
+  /**
+   * Polls an asynchronous condition every few ms; resolves whether it held within `timeoutMs`.
+   * @param {() => Promise<boolean>} condition
+   * @param {number} timeoutMs
+   */
+  async pollUntil(condition, timeoutMs) {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (await condition()) return true;
+      await sleep(5);
+    }
+    return false;
+  }
+
+  /**
+   * `lag`: the pub/sub connections of half the waiters (drawn among the workers not holding the
+   * lock) deliver everything a few handover leases late, while now and then one of their
+   * command connections stalls for a moment; then traffic flows again, and the fault ends once
+   * the last late notice has landed.
+   * @param {Fault} fault
+   */
+  async lag(fault) {
+    const holder = this.holder();
+    const waiters = shuffled(this.liveWorkers().filter((worker) => worker.id !== holder));
+    const lagged = waiters.slice(0, Math.max(1, Math.ceil(waiters.length / 2)));
+    const proxies = lagged.flatMap((worker) => (worker.proxy ? [worker.proxy] : []));
+    const delayMs = randomInt(...this.lagMs);
+    const windowMs = 2 * delayMs;
+    const delayedBefore = proxies.reduce((sum, proxy) => sum + proxy.delayedChunks, 0);
+    for (const proxy of proxies) proxy.delay(delayMs, (c) => proxy.subscribes(c));
+    const endAt = Date.now() + windowMs;
+    let stalls = 0;
+    while (Date.now() < endAt && proxies.length > 0) {
+      const proxy = proxies[randomInt(0, proxies.length - 1)];
+      proxy.stall((c) => !proxy.subscribes(c));
+      await sleep(randomInt(10, 100));
+      proxy.resume();
+      stalls++;
+      await sleep(randomInt(20, 200));
+    }
+    for (const proxy of proxies) proxy.delay(0);
+    const restoredSeq = this.seq;
+    await sleep(delayMs + 100);
+    const during = this.sectionList.filter(
+      (s) => s.acquiredSeq > fault.startSeq && s.acquiredSeq <= restoredSeq,
+    );
+    const laggedIds = new Set(lagged.map((worker) => worker.id));
+    Object.assign(fault.facts, {
+      lagged: lagged.length,
+      delayMs,
+      windowMs,
+      stalls,
+      lateChunks: proxies.reduce((sum, proxy) => sum + proxy.delayedChunks, 0) - delayedBefore,
+      sections: during.length,
+      laggedSections: during.filter((s) => laggedIds.has(s.worker)).length,
+      maxGapMs: Math.max(0, ...this.idleGaps(fault.startSeq, this.seq)),
+    });
+  }
+
+  /**
+   * `kill-waiter`: gives one or two waiters a TTL far longer than the handover lease, SIGKILLs
+   * each once it is queued in Redis behind at least two others (so that it is not about to be
+   * granted the lock), and forks replacements. Then measures, until their places in the queue
+   * are gone and the lock was taken again, the longest time the key stayed unused while the
+   * others waited.
+   * @param {Fault} fault
+   */
+  async killWaiter(fault) {
+    const holder = this.holder();
+    const victims = shuffled(this.liveWorkers().filter((worker) => worker.id !== holder)).slice(
+      0,
+      randomInt(1, 2),
+    );
+    // Each victim's own TTL tells its place in the queue in Redis.
+    const ttlOf = (/** @type {number} */ i) => VICTIM_TTL + i;
+    victims.forEach((victim, i) => this.configure(victim, { ttl: ttlOf(i) }));
+    const lockKey = this.keyPrefix + this.key;
+    const deadline = Date.now() + 10_000;
+    /** @type {number[]} */
+    const places = [];
+    /** @type {number | undefined} */
+    let killSeq;
+    for (const [i, victim] of victims.entries()) {
+      const queued = await this.pollUntil(async () => {
+        if (victim.waitingTtl !== ttlOf(i)) return false;
+        places[i] = (await this.lockServers.queuedTtls(lockKey)).indexOf(ttlOf(i));
+        return places[i] >= 2;
+      }, deadline - Date.now());
+      if (!queued) {
+        this.configure(victim, {});
+        continue;
+      }
+      victim.expectedExit = true;
+      victim.child.kill('SIGKILL');
+      killSeq ??= ++this.seq;
+    }
+    const killed = victims.filter((victim) => victim.expectedExit);
+    if (killed.length < victims.length) {
+      fault.problems.push(
+        `${victims.length - killed.length} chosen waiter(s) not queued behind two others within 10 s`,
+      );
+    }
+    if (killSeq === undefined) return;
+    const replacements = Promise.all(
+      killed.map(() =>
+        this.spawnWorker().catch((/** @type {unknown} */ error) => {
+          fault.problems.push(`replacement worker failed: ${error}`);
+        }),
+      ),
+    );
+    const passed = await this.pollUntil(
+      async () => (await this.lockServers.queuedTtls(lockKey)).every((ttl) => ttl < VICTIM_TTL),
+      20_000,
+    );
+    const passedSeq = ++this.seq;
+    const next = () => this.sectionList.find((s) => s.acquiredSeq > passedSeq);
+    const resumed = passed && (await this.waitFor(() => next() !== undefined, 20_000));
+    if (!resumed) {
+      fault.problems.push('the lock was not taken within 20 s after the killed waiters left');
+    }
+    const gapMs = Math.max(0, ...this.idleGaps(killSeq, next()?.acquiredSeq ?? this.seq));
+    Object.assign(fault.facts, { victims: killed.length, places, gapMs });
+    if (gapMs >= DEAD_WAITER_BOUND_MS) {
+      fault.problems.push(
+        `the key stayed unused for ${gapMs} ms while others waited after ${killed.length} ` +
+          `queued waiter(s) with a ${VICTIM_TTL} ms TTL died (bound ${DEAD_WAITER_BOUND_MS} ms)`,
+      );
+    }
+    await replacements;
+  }
+
+  /**
+   * `short-ttl`: for a few seconds, half the workers ask for a TTL of 50–100 ms and the others'
+   * sections work 20–40 ms, so that the short-TTL callers wait longer than their TTL for a
+   * lock handed over to them. What must not happen (a granted lock reported lost before its
+   * section, an overlap) is checked over the whole run; this records what was exercised.
+   * @param {Fault} fault
+   */
+  async shortTtl(fault) {
+    const workers = shuffled(this.liveWorkers());
+    const short = workers.slice(0, Math.ceil(workers.length / 2));
+    /** @type {Map<number, number>} */
+    const ttls = new Map(short.map((worker) => [worker.id, randomInt(50, 100)]));
+    for (const worker of workers) {
+      const ttl = ttls.get(worker.id);
+      this.configure(worker, ttl === undefined ? { work: [20, 40] } : { ttl });
+    }
+    await sleep(randomInt(2_000, 3_000));
+    for (const worker of workers) this.configure(worker, {});
+    const sections = this.sectionList.filter(
+      (s) => s.acquiredSeq > fault.startSeq && ttls.has(s.worker) && s.ttl < this.ttl,
+    );
+    Object.assign(fault.facts, {
+      shortWorkers: short.length,
+      sections: sections.length,
+      waitedPastTtl: sections.filter((s) => s.waitedMs > s.ttl).length,
+      lostInSection: sections.filter((s) => s.lostSeq !== undefined).length,
+    });
   }
 
   /**
@@ -787,5 +1127,6 @@ export class SafetyChecker {
         clearTimeout(timer);
       }),
     );
+    await Promise.all(this.proxiesStopping);
   }
 }

@@ -10,12 +10,24 @@
  */
 import { Redis } from 'ioredis';
 import { RedisServer } from '../../support/redis-server.js';
+import { shuffled } from './random.mjs';
 
 /**
  * GET and PTTL of the lock key in one atomic step: a copy that expires between two separate
  * commands would otherwise be reported as held with no time left.
  */
 const HOLDER_AND_PTTL = "return { redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]) }";
+
+/**
+ * The TTL that each waiter queued for a lock asked for, in queue order: the queue is a sorted
+ * set of waiter tokens, and a hash gives each token "<lease end> <ttl>".
+ */
+const QUEUED_TTLS = `local ttls = {}
+for i, token in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local entry = redis.call('HGET', KEYS[2], token) or ''
+  ttls[i] = tonumber(string.match(entry, ' (%d+)$') or '-1')
+end
+return ttls`;
 
 /**
  * @typedef {object} Copy What one server holds under the lock key.
@@ -112,6 +124,17 @@ export class LockServers {
   }
 
   /**
+   * The TTLs that the waiters queued for the lock `key` asked for, in queue order (fair mode,
+   * one server).
+   * @param {string} key
+   * @returns {Promise<number[]>}
+   */
+  async queuedTtls(key) {
+    const ttls = await this.probes[0].eval(QUEUED_TTLS, 2, `{${key}}:queue`, `{${key}}:waiters`);
+    return /** @type {unknown[]} */ (ttls).map(Number);
+  }
+
+  /**
    * How long, at the most, from when `copies` were probed until a majority of the servers no
    * longer holds `token`: the quorum-th smallest of the remaining lifetimes, counting a server
    * that does not hold `token` (absent, another contender's passing grant, or not reached) as
@@ -148,16 +171,13 @@ export class LockServers {
   }
 
   /**
-   * `count` distinct server indices drawn at random (a partial Fisher–Yates shuffle).
+   * `count` distinct server indices drawn at random, in increasing order.
    * @param {number} count
    */
   pick(count) {
-    const indices = this.servers.map((_, i) => i);
-    for (let i = 0; i < count; i++) {
-      const j = i + Math.floor(Math.random() * (indices.length - i));
-      [indices[i], indices[j]] = [indices[j], indices[i]];
-    }
-    return indices.slice(0, count).sort((a, b) => a - b);
+    return shuffled(this.servers.map((_, i) => i))
+      .slice(0, count)
+      .sort((a, b) => a - b);
   }
 
   /** Closes the probes, and stops the servers if they were started here. */

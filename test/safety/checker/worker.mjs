@@ -9,6 +9,10 @@
  * aborted, so that the resource's fencing guard, not the worker's good manners, has to stop
  * a stale holder. Whether the signal was aborted before the write is reported.
  *
+ * The checker may change, over IPC, the TTL of the worker's next calls and how long its
+ * sections "work" (a `config` message); the worker reports when each call starts to wait, with
+ * the TTL it asked for, so that the checker knows who is waiting and for what.
+ *
  * Plain ESM JavaScript importing the BUILT library by its package name (`dist/`), because
  * child processes cannot run TypeScript through ts-jest.
  *
@@ -20,7 +24,9 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { LockModule, LockService } from 'nestjs-redis-lock';
+import { Redis } from 'ioredis';
+import { LockConnectionError, LockLostError, LockModule, LockService } from 'nestjs-redis-lock';
+import { randomInt } from './random.mjs';
 
 const env = process.env;
 const key = env.CHECKER_KEY ?? 'checker';
@@ -39,6 +45,13 @@ let nextRequest = 1;
 /** @type {Map<number, (reply: any) => void>} */
 const pending = new Map();
 let stopping = false;
+/**
+ * The TTL of the next calls, when the checker set one; the module's default otherwise.
+ * @type {number | undefined}
+ */
+let callTtl;
+/** How long a section works, in ms (drawn between the two). */
+let work = [1, 5];
 
 process.on('message', (/** @type {any} */ message) => {
   if (message?.type === 'reply') {
@@ -47,6 +60,9 @@ process.on('message', (/** @type {any} */ message) => {
     resolve?.(message);
   } else if (message?.type === 'stop') {
     stopping = true;
+  } else if (message?.type === 'config') {
+    callTtl = message.ttl;
+    work = message.work ?? [1, 5];
   }
 });
 
@@ -67,15 +83,43 @@ function request(op, fields) {
 /** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** @param {number} min @param {number} max */
-const randomInt = (min, max) => min + Math.floor(Math.random() * (max - min + 1));
+/**
+ * The commands that granted this worker a lock (the acquire script answering `[1, fencing
+ * token]`) during the current call: when each was sent, and how long its answer took, in ms. A
+ * lock found expired when its answer came is only excused by an answer that took about its
+ * TTL. Several answers can come in one read, so the call keeps them all. Measured on the single
+ * Redis's command connection, which the worker creates for that (RedLock: not measured).
+ * @type {{ sentAt: number, rttMs: number }[]}
+ */
+const grants = [];
+
+/** The single Redis's command connection, with every command's round trip watched. */
+function watchedClient(/** @type {string} */ url) {
+  const client = new Redis(url, { disconnectTimeout: 200 });
+  client.on('error', () => undefined);
+  const sendCommand = client.sendCommand.bind(client);
+  client.sendCommand = (command, stream) => {
+    const sentAt = performance.now();
+    command.promise.then(
+      (reply) => {
+        if (Array.isArray(reply) && Number(reply[0]) === 1 && Number(reply[1]) > 1) {
+          grants.push({ sentAt, rttMs: performance.now() - sentAt });
+        }
+      },
+      () => undefined,
+    );
+    return sendCommand(command, stream);
+  };
+  return client;
+}
+const client = masters ? undefined : watchedClient(env.CHECKER_REDIS_URL ?? '');
 
 class CheckerWorkerModule {}
 // A class decorator applied by hand: it records metadata on the class and returns nothing.
 Module({
   imports: [
     LockModule.forRoot({
-      redis: masters ?? env.CHECKER_REDIS_URL,
+      redis: masters ?? client,
       keyPrefix: env.CHECKER_KEY_PREFIX ?? 'lock:',
       ttl,
       waitTimeout: Number(env.CHECKER_WAIT_TIMEOUT ?? 5000),
@@ -94,37 +138,72 @@ const app = await NestFactory.createApplicationContext(CheckerWorkerModule, {
 const locks = app.get(LockService);
 send({ type: 'ready', pid: process.pid });
 
+/**
+ * How `using` failed although Redis had granted the lock, before the section could start: the
+ * lock was reported `lost`, or found `expired` when the answer came.
+ * @param {unknown} error
+ * @returns {'lost' | 'expired' | undefined}
+ */
+function grantedButLost(error) {
+  if (error instanceof LockLostError) return 'lost';
+  if (error instanceof LockConnectionError && error.reason.includes('granted')) return 'expired';
+  return undefined;
+}
+
 while (!stopping) {
   /** @type {number | undefined} */
   let fencingToken;
   let signalAbortedAtWrite = false;
   let wrote = false;
+  const sectionTtl = callTtl ?? ttl;
+  const [minWork, maxWork] = work;
+  const waitStarted = performance.now();
+  grants.length = 0;
+  send({ type: 'waiting', ttl: sectionTtl });
   try {
-    await locks.using(key, async (lock) => {
-      fencingToken = lock.fencingToken;
-      const token = lock.fencingToken;
-      // The lock's own token too: it is what the lock key holds in Redis, which the checker
-      // reads to see on which masters the lock is.
-      send({ type: 'acquired', token, lockToken: lock.token });
-      lock.signal.addEventListener(
-        'abort',
-        () => send({ type: 'lost', token, reason: String(lock.signal.reason?.reason ?? '') }),
-        { once: true },
-      );
-      if (lock.signal.aborted) send({ type: 'lost', token, reason: 'aborted at start' });
-      const read = await request('read', { token });
-      if (!read.ok) return; // the guard refused even the read: a newer holder got there first
-      await sleep(randomInt(1, 5));
-      signalAbortedAtWrite = lock.signal.aborted;
-      wrote = true;
-      await request('write', { token, value: read.value + 1, signalAbortedAtWrite });
-    });
+    await locks.using(
+      key,
+      async (lock) => {
+        fencingToken = lock.fencingToken;
+        const token = lock.fencingToken;
+        // The lock's own token too: it is what the lock key holds in Redis, which the checker
+        // reads to see on which masters the lock is.
+        send({
+          type: 'acquired',
+          token,
+          lockToken: lock.token,
+          ttl: sectionTtl,
+          waitedMs: Math.round(performance.now() - waitStarted),
+        });
+        lock.signal.addEventListener(
+          'abort',
+          () => send({ type: 'lost', token, reason: String(lock.signal.reason?.reason ?? '') }),
+          { once: true },
+        );
+        if (lock.signal.aborted) send({ type: 'lost', token, reason: 'aborted at start' });
+        const read = await request('read', { token });
+        if (!read.ok) return; // the guard refused even the read: a newer holder got there first
+        await sleep(randomInt(minWork, maxWork));
+        signalAbortedAtWrite = lock.signal.aborted;
+        wrote = true;
+        await request('write', { token, value: read.value + 1, signalAbortedAtWrite });
+      },
+      { ttl: sectionTtl },
+    );
     send({ type: 'released', token: fencingToken, outcome: 'ok', wrote, signalAbortedAtWrite });
   } catch (error) {
     const name = error instanceof Error ? error.name : typeof error;
     if (fencingToken === undefined) {
       // Never got the lock (timed out waiting, Redis down): back off a little and retry.
-      send({ type: 'acquireFailed', error: name });
+      const rtts = grants.filter((grant) => grant.sentAt >= waitStarted).map((g) => g.rttMs);
+      send({
+        type: 'acquireFailed',
+        error: name,
+        ttl: sectionTtl,
+        grantedButLost: grantedButLost(error),
+        grantRttMs: rtts.length > 0 ? Math.round(Math.max(...rtts)) : undefined,
+        message: error instanceof Error ? error.message : String(error),
+      });
       await sleep(randomInt(5, 30));
     } else {
       send({ type: 'released', token: fencingToken, outcome: name, wrote, signalAbortedAtWrite });
@@ -133,5 +212,6 @@ while (!stopping) {
 }
 
 await app.close();
+await client?.quit().catch(() => undefined);
 send({ type: 'closed' });
 process.disconnect?.();
