@@ -112,7 +112,9 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.killBoundMs.filter((ms) => typeof ms === 'number')).toHaveLength(1);
     // A minority restart either left the lock on a majority, which its holder kept, or (the
     // lock being on too few masters) took it, and was then checked as a majority restart is.
-    expect(result.minorityKept).toBe(result.minoritySurvivable);
+    // Kept, unless the holder's renewals could not be decided in time (a starved process on an
+    // overloaded machine), which it was told of before anybody else got in.
+    expect(result.minorityKept + result.minorityLostToSlowRenewals).toBe(result.minoritySurvivable);
     expect(result.lossFaults).toBe(2 - result.minoritySurvivable);
     expect(result.lossTold).toBe(result.lossFaults);
     expect(result.lossStaleWriteRefused).toBe(result.lossFaults);

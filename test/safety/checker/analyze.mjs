@@ -207,6 +207,7 @@ export function analyze(checker, elapsedMs) {
     minorityFaults: minorityFaults.length,
     minoritySurvivable: minorityFaults.filter((f) => !f.losesLock).length,
     minorityKept: minorityFaults.filter((f) => f.facts.kept === true).length,
+    minorityLostToSlowRenewals: minorityFaults.filter((f) => f.facts.lostToSlowRenewals).length,
     /** On how many masters the lock was when each minority fault struck. */
     minorityHoldingBefore: fact(minorityFaults, 'holdingBefore'),
     lossFaults: lossFaults.length,
@@ -340,6 +341,9 @@ function redlockLines(r) {
       `smallest margin ${margins.length ? Math.min(...margins) : '-'} ms`,
     `  minority restarts      ${r.minorityFaults}: lock on a majority of the survivors in ` +
       `${r.minoritySurvivable}, kept by its holder in ${r.minorityKept}/${r.minoritySurvivable}` +
+      (r.minorityLostToSlowRenewals
+        ? `, given up for renewals too slow to decide in ${r.minorityLostToSlowRenewals}`
+        : '') +
       ` (masters holding it before: ${tally(r.minorityHoldingBefore)})`,
     `  restarts losing it     ${r.lossFaults}: holder told ${r.lossTold}/${r.lossFaults}, ` +
       `after ${spread(r.lossToldMs, ` (ttl ${r.ttl})`)}`,

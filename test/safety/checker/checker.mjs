@@ -1027,6 +1027,17 @@ export class SafetyChecker {
     this.serveRead(worker, read);
     const settled = await this.waitFor(() => section.releasedSeq !== undefined, 15_000);
     const other = intruder();
+    // A holder whose renewals could not be decided within its validity (its process starved of
+    // CPU, as on an overloaded machine) gives the lock up and is told: no lock can keep a holder
+    // that cannot renew, so that is counted apart, as long as nobody got in before it was told.
+    const starved =
+      section.lostSeq !== undefined &&
+      section.lostReason?.startsWith('renewals did not reach Redis') &&
+      (!other || other.acquiredSeq > section.lostSeq);
+    if (starved) {
+      fault.facts.lostToSlowRenewals = true;
+      return;
+    }
     if (other) {
       fault.problems.push(
         `worker ${other.worker} (token ${other.token}) acquired while ${left} of ` +
