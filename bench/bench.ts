@@ -16,6 +16,7 @@ import { NaiveLoopAdapter } from './adapters/naive-loop.js';
 import { RawFloorAdapter } from './adapters/raw-floor.js';
 import { RedisSemaphoreAdapter } from './adapters/redis-semaphore.js';
 import { RedlockAdapter } from './adapters/redlock.js';
+import { SpinFloorAdapter } from './adapters/spin-floor.js';
 import { ThisLibraryAdapter } from './adapters/this-library.js';
 import type { LockAdapter } from './adapters/types.js';
 import { CONFIG } from './config.js';
@@ -60,11 +61,12 @@ async function main(): Promise<number> {
   const semaphore = await RedisSemaphoreAdapter.create(url);
   const floor = await RawFloorAdapter.create(url);
   const naive = await NaiveLoopAdapter.create(url);
-  const all: LockAdapter[] = [library, redlock, sesame, semaphore, floor, naive];
+  const spin = await SpinFloorAdapter.create(url);
+  const all: LockAdapter[] = [library, redlock, sesame, semaphore, floor, naive, spin];
   for (const adapter of all) cleanups.push(() => adapter.close());
   const nonWaiting: LockAdapter[] = [library, redlock, sesame, semaphore, floor];
   const contendedSet: LockAdapter[] = [library, redlock, sesame, semaphore];
-  const burstSet: LockAdapter[] = [library, redlock, sesame, semaphore, naive];
+  const burstSet: LockAdapter[] = [library, redlock, sesame, semaphore, naive, spin];
 
   // Warm-up: JIT, scripts loaded into Redis (each one's first EVALSHA falls back to EVAL),
   // subscriber connections opened, so that no measured round pays for a first time.
@@ -74,7 +76,7 @@ async function main(): Promise<number> {
     await throughputRound(adapter, 1, warmup.ms, 'warm:1');
     await throughputRound(adapter, CONFIG.parallel.callers, warmup.ms, 'warm:64');
   }
-  for (const adapter of [...contendedSet, naive]) {
+  for (const adapter of [...contendedSet, naive, spin]) {
     await contendedRound(
       adapter,
       clients,
@@ -135,6 +137,7 @@ async function main(): Promise<number> {
     config: CONFIG,
     implementations: all.map(({ id, name, waiting }) => ({ id, name, waiting })),
     floorId: floor.id,
+    spinFloorId: spin.id,
     libraryId: library.id,
     rtt,
     uncontended: byId(uncontended),

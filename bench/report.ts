@@ -130,7 +130,11 @@ export function formatReport(r: BenchResults): string {
         name(id),
         ms(res.makespanMs),
         ratio(res.makespanMs / res.idealMs),
-        id === r.libraryId ? '–' : `${ratio(res.makespanMs / libBurst.makespanMs)} slower`,
+        id === r.libraryId
+          ? '–'
+          : res.makespanMs >= libBurst.makespanMs
+            ? `${ratio(res.makespanMs / libBurst.makespanMs)} slower`
+            : `${ratio(libBurst.makespanMs / res.makespanMs)} faster`,
         ms(res.waitP50Ms),
         ms(res.waitP99Ms),
         String(res.timeouts + (res.overlaps ? ` (${res.overlaps} overlaps)` : '')),

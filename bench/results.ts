@@ -26,6 +26,8 @@ export interface BenchResults {
   implementations: ImplementationInfo[];
   /** Id of the implementation the ratios of workloads 1 and 2 divide by. */
   floorId: string;
+  /** Id of the implementation the burst's speed is judged against: SET NX retried at once. */
+  spinFloorId: string;
   libraryId: string;
   /**
    * Median PING round trips measured in this run: each after a timer as long as the burst's

@@ -50,6 +50,16 @@ export function checklist(r: Omit<BenchResults, 'checklist' | 'violations'>): Ch
     `${x(vsIdeal)} ideal (${burst.makespanMs.toFixed(1)} vs ${burst.idealMs.toFixed(1)} ms)`,
     vsIdeal <= 1.25,
   );
+  // The spin floor: SET NX retried the moment it is refused, one spinner per key at a time
+  // (see SpinFloorAdapter), in the same rounds: what polling reaches when it never pauses.
+  const spin = r.burst[r.spinFloorId];
+  const vsSpin = burst.makespanMs / spin.makespanMs;
+  add(
+    'Burst makespan ≤ 1.15 × spin floor (SET NX retried at once by one caller at a time)',
+    vsSpin,
+    `${x(vsSpin)} spin floor (${burst.makespanMs.toFixed(1)} vs ${spin.makespanMs.toFixed(1)} ms; it sent ${spin.sentCommandsPerAcquisition.toFixed(0)} requests per acquisition)`,
+    vsSpin <= 1.15,
+  );
   const peers = PEER_IDS.filter((id) => r.burst[id]);
   const speedups = peers.map((id) => ({ id, speedup: r.burst[id].makespanMs / burst.makespanMs }));
   const closest = speedups.reduce((a, b) => (b.speedup < a.speedup ? b : a));
