@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: this library against the locks a user would pick instead, and against the
- * floor of what any Redis lock must do, on one Redis, in one process run; then RedLock (this
+ * floor of what any Redis lock must do, on one Redis, in one process run; then the same locks
+ * in N instance processes of their own contending for one key (workload 10); then RedLock (this
  * library and the `redlock` package over 3 and 5 masters, against one of those masters alone)
  * on throwaway masters the benchmark starts for it, and this library's `waitForReplicas` on a
  * throwaway master with one replica. Progress goes to stderr, the markdown
@@ -31,6 +32,7 @@ import { burstRound, runBurst } from './workloads/burst.js';
 import { contendedRound, runContended } from './workloads/contended.js';
 import { runDecorator } from './workloads/decorator.js';
 import { runHeldLocks } from './workloads/held-locks.js';
+import { runInstances } from './workloads/instances.js';
 import { runRedlock } from './workloads/redlock.js';
 import { runReplicas } from './workloads/replicas.js';
 import { runParallel, runUncontended, throughputRound } from './workloads/throughput.js';
@@ -115,6 +117,13 @@ async function main(): Promise<number> {
     `4. Burst (PING RTT ${rtt.afterIdleMs} ms after ${CONFIG.burst.holdMs} ms idle, ${rtt.backToBackMs} ms back-to-back)`,
   );
   const burst = await runBurst(burstSet, clients, rttMs);
+  const { instances: processes } = CONFIG.instances;
+  progress(`10. ${processes} instances (processes of their own) on one key`);
+  const instances = await runInstances(
+    contendedSet.map((adapter) => adapter.id),
+    clients,
+    url,
+  );
   progress('7. Decorator overhead');
   const decorator = await runDecorator(library);
   // On servers of its own, which it starts and stops: before workload 6, which must come last.
@@ -144,6 +153,7 @@ async function main(): Promise<number> {
     parallel: byId(parallel),
     contended: byId(contended),
     burst: byId(burst),
+    instances,
     decorator,
     held,
     redlock: redlockRun,
@@ -152,6 +162,7 @@ async function main(): Promise<number> {
   const violations = [
     ...Object.entries(partial.contended).map(([id, c]) => [id, 'contended', c] as const),
     ...Object.entries(partial.burst).map(([id, b]) => [id, 'burst', b] as const),
+    ...Object.entries(partial.instances).map(([id, c]) => [id, 'instances', c] as const),
     ...Object.entries('skipped' in redlockRun ? {} : redlockRun.contended).map(
       ([id, c]) => [id, 'RedLock contended', c] as const,
     ),

@@ -5,6 +5,7 @@ import type { BurstResult } from './workloads/burst.js';
 import type { ContendedResult } from './workloads/contended.js';
 import type { DecoratorResult } from './workloads/decorator.js';
 import type { HeldResult } from './workloads/held-locks.js';
+import type { InstancesResult } from './workloads/instances.js';
 import type { RedlockResults, RedlockSkipped } from './workloads/redlock.js';
 import type { ReplicasResults, ReplicasSkipped } from './workloads/replicas.js';
 import type { ThroughputResult } from './workloads/throughput.js';
@@ -38,6 +39,8 @@ export interface BenchResults {
   parallel: Record<string, ThroughputResult>;
   contended: Record<string, ContendedResult>;
   burst: Record<string, BurstResult>;
+  /** Workload 10: separate instance processes on one key. */
+  instances: Record<string, InstancesResult>;
   decorator: DecoratorResult;
   held: HeldResult;
   /** Workload 8, on masters of its own; `skipped` when it could not run. */
