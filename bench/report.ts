@@ -280,13 +280,13 @@ function instancesSection(r: BenchResults, name: (id: string) => string): string
     String(res.timeouts),
   ]);
   return (
-    `### 10. ${cfg.instances} instances: ${cfg.instances} processes × ${cfg.sections} sections on ONE key
-
-` +
+    `### 10. ${cfg.instances} instances: ${cfg.instances} processes × ${cfg.sections} sections on ONE key\n\n` +
     `${cfg.instances} processes, each an app with its own connections for every implementation ` +
     '(this library: its own Nest context, `LockService` and subscriber), one worker in each ' +
     "looping on workload 3's section. Implementations take turns round by round on the same " +
-    `processes and key, after a warm-up round each; ${cfg.rounds} rounds, median round, waits ` +
+    `processes and key, after a warm-up round each (it opens what stays open in a running app: ` +
+    "scripts loaded, this library's subscriptions, which outlive a wait by 5 s); " +
+    `${cfg.rounds} rounds, median round, waits ` +
     'pooled. Times on the system-wide monotonic clock. Handoff: median time from a holder’s ' +
     'last write answered to the next holder’s acquire resolving, when the next was already ' +
     `waiting (RTT: ${ms(rtt, 3)} ms PING). Ideal FIFO wait: ${cfg.instances} × (section + ` +
