@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: this library against the locks a user would pick instead, and against the
- * floor of what any Redis lock must do, on one Redis, in one process run; then RedLock (this
+ * floor of what any Redis lock must do, on one Redis, in one process run; then the same locks
+ * in N instance processes of their own contending for one key (workload 10); then RedLock (this
  * library and the `redlock` package over 3 and 5 masters, against one of those masters alone)
  * on throwaway masters the benchmark starts for it, and this library's `waitForReplicas` on a
  * throwaway master with one replica. Progress goes to stderr, the markdown
@@ -16,6 +17,7 @@ import { NaiveLoopAdapter } from './adapters/naive-loop.js';
 import { RawFloorAdapter } from './adapters/raw-floor.js';
 import { RedisSemaphoreAdapter } from './adapters/redis-semaphore.js';
 import { RedlockAdapter } from './adapters/redlock.js';
+import { SpinFloorAdapter } from './adapters/spin-floor.js';
 import { ThisLibraryAdapter } from './adapters/this-library.js';
 import type { LockAdapter } from './adapters/types.js';
 import { CONFIG } from './config.js';
@@ -30,6 +32,7 @@ import { burstRound, runBurst } from './workloads/burst.js';
 import { contendedRound, runContended } from './workloads/contended.js';
 import { runDecorator } from './workloads/decorator.js';
 import { runHeldLocks } from './workloads/held-locks.js';
+import { runInstances } from './workloads/instances.js';
 import { runRedlock } from './workloads/redlock.js';
 import { runReplicas } from './workloads/replicas.js';
 import { runParallel, runUncontended, throughputRound } from './workloads/throughput.js';
@@ -60,11 +63,12 @@ async function main(): Promise<number> {
   const semaphore = await RedisSemaphoreAdapter.create(url);
   const floor = await RawFloorAdapter.create(url);
   const naive = await NaiveLoopAdapter.create(url);
-  const all: LockAdapter[] = [library, redlock, sesame, semaphore, floor, naive];
+  const spin = await SpinFloorAdapter.create(url);
+  const all: LockAdapter[] = [library, redlock, sesame, semaphore, floor, naive, spin];
   for (const adapter of all) cleanups.push(() => adapter.close());
   const nonWaiting: LockAdapter[] = [library, redlock, sesame, semaphore, floor];
   const contendedSet: LockAdapter[] = [library, redlock, sesame, semaphore];
-  const burstSet: LockAdapter[] = [library, redlock, sesame, semaphore, naive];
+  const burstSet: LockAdapter[] = [library, redlock, sesame, semaphore, naive, spin];
 
   // Warm-up: JIT, scripts loaded into Redis (each one's first EVALSHA falls back to EVAL),
   // subscriber connections opened, so that no measured round pays for a first time.
@@ -74,7 +78,7 @@ async function main(): Promise<number> {
     await throughputRound(adapter, 1, warmup.ms, 'warm:1');
     await throughputRound(adapter, CONFIG.parallel.callers, warmup.ms, 'warm:64');
   }
-  for (const adapter of [...contendedSet, naive]) {
+  for (const adapter of [...contendedSet, naive, spin]) {
     await contendedRound(
       adapter,
       clients,
@@ -113,6 +117,13 @@ async function main(): Promise<number> {
     `4. Burst (PING RTT ${rtt.afterIdleMs} ms after ${CONFIG.burst.holdMs} ms idle, ${rtt.backToBackMs} ms back-to-back)`,
   );
   const burst = await runBurst(burstSet, clients, rttMs);
+  const { instances: processes } = CONFIG.instances;
+  progress(`10. ${processes} instances (processes of their own) on one key`);
+  const instances = await runInstances(
+    contendedSet.map((adapter) => adapter.id),
+    clients,
+    url,
+  );
   progress('7. Decorator overhead');
   const decorator = await runDecorator(library);
   // On servers of its own, which it starts and stops: before workload 6, which must come last.
@@ -135,12 +146,14 @@ async function main(): Promise<number> {
     config: CONFIG,
     implementations: all.map(({ id, name, waiting }) => ({ id, name, waiting })),
     floorId: floor.id,
+    spinFloorId: spin.id,
     libraryId: library.id,
     rtt,
     uncontended: byId(uncontended),
     parallel: byId(parallel),
     contended: byId(contended),
     burst: byId(burst),
+    instances,
     decorator,
     held,
     redlock: redlockRun,
@@ -149,6 +162,7 @@ async function main(): Promise<number> {
   const violations = [
     ...Object.entries(partial.contended).map(([id, c]) => [id, 'contended', c] as const),
     ...Object.entries(partial.burst).map(([id, b]) => [id, 'burst', b] as const),
+    ...Object.entries(partial.instances).map(([id, c]) => [id, 'instances', c] as const),
     ...Object.entries('skipped' in redlockRun ? {} : redlockRun.contended).map(
       ([id, c]) => [id, 'RedLock contended', c] as const,
     ),

@@ -25,6 +25,12 @@ export const CONFIG = {
   contended: { rounds: quick ? 1 : 3, workers: 8, sections: 25, workMs: 1 },
   /** Workload 4. */
   burst: { rounds: quick ? 1 : 3, requests: 50, holdMs: 2 },
+  /**
+   * Workload 10: `instances` processes, each an app with its own connections, one worker each
+   * looping on workload 3's section on ONE key; implementations interleaved round by round,
+   * median round kept. Each implementation first runs `warmupSections` per instance.
+   */
+  instances: { rounds: quick ? 1 : 3, instances: 8, sections: 25, warmupSections: 3 },
   /** Workload 6. */
   held: {
     locks: quick ? 2_000 : 10_000,

@@ -130,13 +130,19 @@ export function formatReport(r: BenchResults): string {
         name(id),
         ms(res.makespanMs),
         ratio(res.makespanMs / res.idealMs),
-        id === r.libraryId ? '–' : `${ratio(res.makespanMs / libBurst.makespanMs)} slower`,
+        id === r.libraryId
+          ? '–'
+          : res.makespanMs >= libBurst.makespanMs
+            ? `${ratio(res.makespanMs / libBurst.makespanMs)} slower`
+            : `${ratio(libBurst.makespanMs / res.makespanMs)} faster`,
         ms(res.waitP50Ms),
         ms(res.waitP99Ms),
         String(res.timeouts + (res.overlaps ? ` (${res.overlaps} overlaps)` : '')),
       ]),
     ),
   );
+
+  out.push(instancesSection(r, name));
 
   const ids = [...new Set([...Object.keys(r.contended), ...Object.keys(r.burst)])];
   section(
@@ -238,7 +244,7 @@ export function formatReport(r: BenchResults): string {
   );
 
   out.push(
-    '### Targets (issue #5; RedLock: workload 8; waitForReplicas: workload 9), judged on this run\n\n' +
+    '### Targets (issue #5; RedLock: workload 8; waitForReplicas: workload 9; instances: workload 10, issue #11), judged on this run\n\n' +
       table(
         ['Target', 'Measured', 'Result'],
         r.checklist.map((check) => [check.target, check.measured, check.pass ? 'PASS' : 'FAIL']),
@@ -251,6 +257,66 @@ export function formatReport(r: BenchResults): string {
       '\n',
   );
   return out.join('\n');
+}
+
+/** Workload 10: separate instance processes on one key. */
+function instancesSection(r: BenchResults, name: (id: string) => string): string {
+  const cfg = r.config.instances;
+  const rtt = r.rtt.afterIdleMs;
+  const rows = Object.entries(r.instances).map(([id, res]) => [
+    name(id),
+    int(res.sectionsPerSec),
+    ms(res.waitP50Ms),
+    ms(res.waitP99Ms),
+    ms(res.waitMaxMs),
+    `${ms(res.handoffMs, 2)} (${(res.handoffMs / rtt).toFixed(0)} RTT)`,
+    ratio(res.waitP99Ms / res.fifoWaitMs),
+    `${res.inOrderPct.toFixed(1)} %`,
+    String(res.maxOvertaken),
+    res.sentPerSection.toFixed(2),
+    res.subscriptionsPerSection.toFixed(2),
+    res.serverCommandsPerSection.toFixed(1),
+    String(res.lostUpdates + (res.overlaps ? ` (${res.overlaps} overlaps)` : '')),
+    String(res.timeouts),
+  ]);
+  return (
+    `### 10. ${cfg.instances} instances: ${cfg.instances} processes × ${cfg.sections} sections on ONE key\n\n` +
+    `${cfg.instances} processes, each an app with its own connections for every implementation ` +
+    '(this library: its own Nest context, `LockService` and subscriber), one worker in each ' +
+    "looping on workload 3's section. Implementations take turns round by round on the same " +
+    `processes and key, after a warm-up round each (it opens what stays open in a running app: ` +
+    "scripts loaded, this library's subscriptions, which outlive a wait by 5 s); " +
+    `${cfg.rounds} rounds, median round, waits ` +
+    'pooled. Times on the system-wide monotonic clock. Handoff: median time from a holder’s ' +
+    'last write answered to the next holder’s acquire resolving, when the next was already ' +
+    `waiting (RTT: ${ms(rtt, 3)} ms PING). Ideal FIFO wait: ${cfg.instances} × (section + ` +
+    'handoff), one turn of the lock around every instance. In order: grants to the ' +
+    'longest-waiting caller; overtaken: most later callers served before one caller. Sent: ' +
+    'requests from all connections of all instances (subscribers included), per section; ' +
+    '(UN)SUBSCRIBE of them. Redis: commands executed (INFO commandstats, inside scripts too), ' +
+    'minus the counter’s.' +
+    '\n\n' +
+    table(
+      [
+        'Implementation',
+        'sections/s',
+        'wait p50 ms',
+        'wait p99 ms',
+        'wait max ms',
+        'handoff ms',
+        'p99 ÷ ideal FIFO',
+        'in order',
+        'max overtaken',
+        'sent/section',
+        '(UN)SUBSCRIBE',
+        'Redis cmds/section',
+        'lost updates',
+        'timeouts',
+      ],
+      rows,
+    ) +
+    '\n'
+  );
 }
 
 /** Workload 8: RedLock over 3 and 5 masters, this library and the `redlock` package. */

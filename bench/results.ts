@@ -5,6 +5,7 @@ import type { BurstResult } from './workloads/burst.js';
 import type { ContendedResult } from './workloads/contended.js';
 import type { DecoratorResult } from './workloads/decorator.js';
 import type { HeldResult } from './workloads/held-locks.js';
+import type { InstancesResult } from './workloads/instances.js';
 import type { RedlockResults, RedlockSkipped } from './workloads/redlock.js';
 import type { ReplicasResults, ReplicasSkipped } from './workloads/replicas.js';
 import type { ThroughputResult } from './workloads/throughput.js';
@@ -26,6 +27,8 @@ export interface BenchResults {
   implementations: ImplementationInfo[];
   /** Id of the implementation the ratios of workloads 1 and 2 divide by. */
   floorId: string;
+  /** Id of the implementation the burst's speed is judged against: SET NX retried at once. */
+  spinFloorId: string;
   libraryId: string;
   /**
    * Median PING round trips measured in this run: each after a timer as long as the burst's
@@ -36,6 +39,8 @@ export interface BenchResults {
   parallel: Record<string, ThroughputResult>;
   contended: Record<string, ContendedResult>;
   burst: Record<string, BurstResult>;
+  /** Workload 10: separate instance processes on one key. */
+  instances: Record<string, InstancesResult>;
   decorator: DecoratorResult;
   held: HeldResult;
   /** Workload 8, on masters of its own; `skipped` when it could not run. */

@@ -34,3 +34,9 @@ export function round(value: number, digits = 2): number {
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export const now = () => performance.now();
+
+/**
+ * Monotonic ms on the system-wide clock (CLOCK_MONOTONIC), so that times taken in different
+ * processes of one machine can be compared; `performance.now()` counts from each process's start.
+ */
+export const systemNow = () => Number(process.hrtime.bigint()) / 1e6;

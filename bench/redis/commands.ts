@@ -28,24 +28,52 @@ export async function countCommands<T>(
   fn: () => Promise<T>,
   settleMs: number = CONFIG.settleMs,
 ): Promise<{ result: T; commands: CommandCount }> {
-  const serverBefore = await clients.commandStats();
   const workBefore = clients.workCounter.snapshot();
   const sentBefore = lockCounter.sent;
+  return countExecuted(
+    clients,
+    fn,
+    () => ({
+      lock: lockCounter.sent - sentBefore,
+      benchmark: countDelta(workBefore, clients.workCounter.snapshot()),
+    }),
+    settleMs,
+  );
+}
+
+/** What was sent during a measured stretch, as the senders counted it. */
+export interface SentCount {
+  /** Commands the measured lock's connections sent. */
+  lock: number;
+  /** Commands the benchmark's own connections sent, by name: taken out of Redis's counts. */
+  benchmark: ReadonlyMap<string, number>;
+}
+
+/**
+ * {@link countCommands} for senders that count elsewhere (other processes): `sent` is asked,
+ * after `fn` and the settling pause, what was sent meanwhile.
+ */
+export async function countExecuted<T>(
+  clients: BenchClients,
+  fn: () => Promise<T>,
+  sent: () => SentCount | Promise<SentCount>,
+  settleMs: number = CONFIG.settleMs,
+): Promise<{ result: T; commands: CommandCount }> {
+  const serverBefore = await clients.commandStats();
   const result = await fn();
   // Let releases' late effects (an UNSUBSCRIBE, a cleanup) reach Redis before reading INFO.
   if (settleMs > 0) await sleep(settleMs);
-  const sent = lockCounter.sent - sentBefore;
-  const workDelta = countDelta(workBefore, clients.workCounter.snapshot());
+  const { lock, benchmark } = await sent();
   const serverDelta = countDelta(serverBefore, await clients.commandStats());
   serverDelta.delete('info');
-  for (const [name, calls] of workDelta) {
+  for (const [name, calls] of benchmark) {
     serverDelta.set(name, (serverDelta.get(name) ?? 0) - calls);
   }
   return {
     result,
     commands: {
       server: sum([...serverDelta.values()]),
-      sent,
+      sent: lock,
       serverByName: Object.fromEntries([...serverDelta].filter(([, calls]) => calls !== 0)),
     },
   };

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { LockAdapter } from '../adapters/types.js';
 import { CONFIG } from '../config.js';
 import { addCounts, countCommands, type CommandCount } from '../redis/commands.js';
@@ -46,6 +47,17 @@ export interface ContendedResult {
 }
 
 /**
+ * The critical section of workloads 3 and 10: GET the counter, `workMs` of work (a timer, like
+ * awaiting I/O), SET it to one more. Not atomic: only the lock keeps two of these apart, and a
+ * break shows as a lost update.
+ */
+export async function unsafeIncrement(work: Redis, counterKey: string): Promise<void> {
+  const value = Number(await work.get(counterKey));
+  await sleep(CONFIG.contended.workMs);
+  await work.set(counterKey, String(value + 1));
+}
+
+/**
  * Workload 3: `workers` loops on ONE key, each taking the lock `sections` times for a
  * deliberately non-atomic read-modify-write of a counter in Redis (GET, `workMs` of work, SET).
  * Any break in mutual exclusion shows as lost updates (and as overlaps, seen in-process).
@@ -84,9 +96,7 @@ export async function contendedRound(
       const entered = now();
       waitsMs.push(entered - requested);
       if (++inside > 1) overlaps++;
-      const value = Number(await clients.work.get(counterKey));
-      await sleep(CONFIG.contended.workMs);
-      await clients.work.set(counterKey, String(value + 1));
+      await unsafeIncrement(clients.work, counterKey);
       inside--;
       sectionsMs.push(now() - entered);
       completed++;
