@@ -20,7 +20,6 @@ describe.each(backends)('holdFor on acquire and using (%s store)', (_, makeBacke
   });
 
   it('using keeps the key until holdFor after the acquire; others are throttled meanwhile', async () => {
-    const started = performance.now();
     await first.locks.using('report', () => sleep(50), { holdFor: 600 });
     expect(await store.exists(`${prefix}report`)).toBe(1);
     expect(await store.pttl(`${prefix}report`)).toBeLessThanOrEqual(600);
@@ -31,7 +30,7 @@ describe.each(backends)('holdFor on acquire and using (%s store)', (_, makeBacke
     const throttled = early as LockNotAcquiredError;
     expect(throttled.throttled).toBe(true);
     expect(throttled.retryAfterMs).toBeGreaterThan(0);
-    expect(throttled.retryAfterMs).toBeLessThanOrEqual(600 - (performance.now() - started) + 5);
+    expect(throttled.retryAfterMs).toBeLessThanOrEqual(600);
     while (await store.exists(`${prefix}report`)) await sleep(20);
     await expect(second.locks.using('report', () => 'ran', { holdFor: 600 })).resolves.toBe('ran');
   });
