@@ -16,7 +16,7 @@ import {
   resolveAcquireOptions,
   type ResolvedAcquireOptions,
   type ResolvedLockOptions,
-} from './lock.options.js';
+} from './options/resolve-module-options.js';
 import { LockService } from './lock.service.js';
 
 /** A decorated method, compiled at boot. */

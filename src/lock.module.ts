@@ -18,7 +18,7 @@ import {
   type LockModuleOptions,
   type RedisServerConfig,
   type ResolvedLockOptions,
-} from './lock.options.js';
+} from './options/resolve-module-options.js';
 import { LockService } from './lock.service.js';
 import type { LockStore } from './store/lock-store.interface.js';
 import { MemoryLockStore } from './store/memory.store.js';

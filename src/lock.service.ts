@@ -19,7 +19,7 @@ import {
   type AcquireOptions,
   type ResolvedAcquireOptions,
   type ResolvedLockOptions,
-} from './lock.options.js';
+} from './options/resolve-module-options.js';
 import type { AcquireAttempt, LockStore } from './store/lock-store.interface.js';
 import { Tenure } from './tenure.js';
 import { Waiters, type Waiter } from './waiters.js';

@@ -9,8 +9,8 @@ import {
   DEFAULT_WAIT_TIMEOUT,
   MAX_TIMER_MS,
   MIN_TTL,
-} from './lock.constants.js';
-import { LockOptionsError } from './lock.errors.js';
+} from '../lock.constants.js';
+import { LockOptionsError } from '../lock.errors.js';
 
 /** One Redis server: a `redis://` / `rediss://` URL, ioredis options, or an ioredis client. */
 export type RedisServerConfig = string | RedisOptions | Redis;
