@@ -12,11 +12,11 @@ import {
 } from './decorators/with-lock.decorator.js';
 import { LOCK_OPTIONS, WITH_LOCK_METADATA } from './lock.constants.js';
 import { LockOptionsError } from './lock.errors.js';
-import {
-  resolveAcquireOptions,
-  type ResolvedAcquireOptions,
-  type ResolvedLockOptions,
-} from './options/resolve-module-options.js';
+import type {
+  ResolvedAcquireOptions,
+  ResolvedLockOptions,
+} from './options/lock-options.interface.js';
+import { resolveAcquireOptions } from './options/resolve-acquire-options.js';
 import { LockService } from './lock.service.js';
 
 /** A decorated method, compiled at boot. */

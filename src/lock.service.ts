@@ -13,13 +13,13 @@ import {
 } from './lock.errors.js';
 import { sideKeyOf, toDataKey, toRedisKey } from './lock.keys.js';
 import { driftOf, HeldLock, monotonicNow, type Lock, type LockOwner } from './lock.js';
-import {
-  checkTtl,
-  resolveAcquireOptions,
-  type AcquireOptions,
-  type ResolvedAcquireOptions,
-  type ResolvedLockOptions,
-} from './options/resolve-module-options.js';
+import type {
+  AcquireOptions,
+  ResolvedAcquireOptions,
+  ResolvedLockOptions,
+} from './options/lock-options.interface.js';
+import { checkTtl } from './options/option-checks.js';
+import { resolveAcquireOptions } from './options/resolve-acquire-options.js';
 import type { AcquireAttempt, LockStore } from './store/lock-store.interface.js';
 import { Tenure } from './tenure.js';
 import { Waiters, type Waiter } from './waiters.js';
