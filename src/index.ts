@@ -13,7 +13,7 @@ export type {
   LockModuleOptions,
   RedisClusterConfig,
   RedisServerConfig,
-} from './lock.options.js';
+} from './options/lock-options.interface.js';
 export {
   LockConnectionError,
   LockError,

@@ -12,11 +12,11 @@ import {
 } from './decorators/with-lock.decorator.js';
 import { LOCK_ENGINE, LOCK_OPTIONS, WITH_LOCK_METADATA } from './lock.constants.js';
 import { LockOptionsError } from './lock.errors.js';
-import {
-  resolveAcquireOptions,
-  type ResolvedAcquireOptions,
-  type ResolvedLockOptions,
-} from './lock.options.js';
+import type {
+  ResolvedAcquireOptions,
+  ResolvedLockOptions,
+} from './options/lock-options.interface.js';
+import { resolveAcquireOptions } from './options/resolve-acquire-options.js';
 import type { LockEngine } from './engine/lock-engine.js';
 
 /** A decorated method, compiled at boot. */

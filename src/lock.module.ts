@@ -12,14 +12,13 @@ import {
   MODULE_OPTIONS_TOKEN,
   OPTIONS_TYPE,
 } from './lock.module-definition.js';
-import {
-  addressOf,
-  isRedisClient,
-  resolveModuleOptions,
-  type LockModuleOptions,
-  type RedisServerConfig,
-  type ResolvedLockOptions,
-} from './lock.options.js';
+import type {
+  LockModuleOptions,
+  RedisServerConfig,
+  ResolvedLockOptions,
+} from './options/lock-options.interface.js';
+import { addressOf, isRedisClient } from './options/redis-topology.js';
+import { resolveModuleOptions } from './options/resolve-module-options.js';
 import { LockService } from './lock.service.js';
 import type { LockStore } from './store/lock-store.interface.js';
 import { MemoryLockStore } from './store/memory.store.js';

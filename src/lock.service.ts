@@ -3,12 +3,12 @@ import { LOCK_ENGINE, LOCK_OPTIONS } from './lock.constants.js';
 import type { LockEngine } from './engine/lock-engine.js';
 import { LockOptionsError } from './lock.errors.js';
 import type { Lock } from './lock.js';
-import {
-  resolveAcquireOptions,
-  type AcquireOptions,
-  type ResolvedAcquireOptions,
-  type ResolvedLockOptions,
-} from './lock.options.js';
+import type {
+  AcquireOptions,
+  ResolvedAcquireOptions,
+  ResolvedLockOptions,
+} from './options/lock-options.interface.js';
+import { resolveAcquireOptions } from './options/resolve-acquire-options.js';
 
 /**
  * The manual API: acquire, try, run under a lock, and inspect.

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { LockError } from '../lock.errors.js';
 import { WITH_LOCK_METADATA } from '../lock.constants.js';
-import type { AcquireOptions } from '../lock.options.js';
+import type { AcquireOptions } from '../options/lock-options.interface.js';
 import type { LockKeySource } from './key-template.js';
 
 /** Options of {@link WithLock}; each overrides the module's default. */

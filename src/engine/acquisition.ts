@@ -1,5 +1,5 @@
 import { LockNotAcquiredError } from '../lock.errors.js';
-import type { ResolvedAcquireOptions } from '../lock.options.js';
+import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
 import type { AcquireAttempt, LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
 import type { HeldLock } from './held-lock.js';

@@ -8,11 +8,11 @@ import {
   StaleFencingTokenError,
 } from '../lock.errors.js';
 import { sideKeyOf, toDataKey, toRedisKey } from '../lock.keys.js';
-import {
-  checkTtl,
-  type ResolvedAcquireOptions,
-  type ResolvedLockOptions,
-} from '../lock.options.js';
+import type {
+  ResolvedAcquireOptions,
+  ResolvedLockOptions,
+} from '../options/lock-options.interface.js';
+import { checkTtl } from '../options/option-checks.js';
 import type { AcquireAttempt, LockStore } from '../store/lock-store.interface.js';
 import { Acquisition, type AcquisitionHost } from './acquisition.js';
 import { driftOf, monotonicNow } from './clock.js';

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { LockNotAcquiredError } from '../lock.errors.js';
 import { toRedisKey } from '../lock.keys.js';
 import type { Lock } from '../lock.js';
-import type { ResolvedAcquireOptions } from '../lock.options.js';
+import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
 import { monotonicNow } from './clock.js';
 import type { HeldLock } from './held-lock.js';
 import { Tenure } from './tenure.js';

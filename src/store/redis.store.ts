@@ -2,7 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { FENCE_TTL } from '../lock.constants.js';
 import { LockConnectionError, LockReplicationError, messageOf } from '../lock.errors.js';
 import { fenceKeyOf, scriptKeysOf, slotOf } from '../lock.keys.js';
-import type { RedisClusterConfig } from '../lock.options.js';
+import type { RedisClusterConfig } from '../options/lock-options.interface.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
 import { FENCED_WRITE_SCRIPT } from '../scripts/fenced-write.script.js';
 import { CLAIM_SCRIPT } from '../scripts/claim.script.js';

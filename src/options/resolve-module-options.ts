@@ -1,0 +1,196 @@
+import {
+  DEFAULT_COMMAND_TIMEOUT,
+  DEFAULT_DRIFT_FACTOR,
+  DEFAULT_KEY_PREFIX,
+  DEFAULT_NODE_TIMEOUT,
+  DEFAULT_TTL,
+  DEFAULT_WAIT_TIMEOUT,
+} from '../lock.constants.js';
+import { LockOptionsError } from '../lock.errors.js';
+import type {
+  LockModuleOptions,
+  ResolvedLockOptions,
+  ResolvedRedis,
+} from './lock-options.interface.js';
+import {
+  checkBoolean,
+  checkTimeout,
+  checkTtl,
+  checkWaitTimeout,
+  rejectUnknown,
+  requireObject,
+} from './option-checks.js';
+import { resolveRedis } from './redis-topology.js';
+
+const MODULE_OPTION_NAMES = new Set([
+  'redis',
+  'keyPrefix',
+  'ttl',
+  'waitTimeout',
+  'watchdog',
+  'commandTimeout',
+  'store',
+  'fair',
+  'nodeTimeout',
+  'driftFactor',
+  'waitForReplicas',
+  'isGlobal',
+]);
+/**
+ * How late Redis may answer a WAIT whose timeout ran out, in ms: it checks blocked clients on
+ * its periodic tick (10 a second by default), plus a round trip.
+ */
+const WAIT_SLACK = 150;
+
+/** The module options as given, once known to be an object of known names. */
+type GivenOptions = Record<string, unknown>;
+
+/**
+ * Validates module options and fills in defaults.
+ * @throws LockOptionsError naming the first invalid option and its value
+ */
+export function resolveModuleOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
+  const given = requireObject('options', options ?? {});
+  rejectUnknown(given, MODULE_OPTION_NAMES);
+  const store = resolveStore(given);
+  const redis = resolveRedis(given.redis);
+  rejectOptionsOfOtherTopologies(given, redis);
+  const { ttl, commandTimeout, nodeTimeout } = resolveTimeouts(given, redis);
+  const resolved: ResolvedLockOptions = {
+    store,
+    fair: checkBoolean('fair', given.fair ?? redis.topology !== 'redlock'),
+    redis,
+    keyPrefix: resolveKeyPrefix(given.keyPrefix),
+    ttl,
+    waitTimeout: checkWaitTimeout('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT),
+    watchdog: checkBoolean('watchdog', given.watchdog ?? true),
+    commandTimeout,
+    nodeTimeout,
+    driftFactor: resolveDriftFactor(given.driftFactor),
+  };
+  return { ...resolved, waitForReplicas: resolveWaitForReplicas(given.waitForReplicas, resolved) };
+}
+
+function resolveStore(given: GivenOptions): ResolvedLockOptions['store'] {
+  const store = given.store ?? 'redis';
+  if (store !== 'redis' && store !== 'memory') {
+    throw new LockOptionsError('store', store, `'redis' or 'memory'`);
+  }
+  if (store === 'memory' && given.redis !== undefined) {
+    throw new LockOptionsError('redis', given.redis, `nothing with store: 'memory'`);
+  }
+  return store;
+}
+
+/** `nodeTimeout` is for RedLock only; `commandTimeout` and a fair queue for the others. */
+function rejectOptionsOfOtherTopologies(given: GivenOptions, redis: ResolvedRedis): void {
+  const redlock = redis.topology === 'redlock';
+  if (given.nodeTimeout !== undefined && !redlock) {
+    throw new LockOptionsError(
+      'nodeTimeout',
+      given.nodeTimeout,
+      'nothing: it applies to RedLock only (redis: an array of masters)',
+    );
+  }
+  if (given.commandTimeout !== undefined && redlock) {
+    throw new LockOptionsError(
+      'commandTimeout',
+      given.commandTimeout,
+      'nothing with RedLock, where nodeTimeout bounds each master instead',
+    );
+  }
+  if (redlock && given.fair === true) {
+    // Fair hand-over needs one queue that orders the waiters; N masters would order them
+    // differently and split the votes.
+    throw new LockOptionsError(
+      'fair',
+      given.fair,
+      'false or nothing with RedLock (redis: an array): waiters are not queued across masters',
+    );
+  }
+}
+
+/** The TTL and the bounds on Redis's answers, which must leave a lock time to be granted. */
+function resolveTimeouts(
+  given: GivenOptions,
+  redis: ResolvedRedis,
+): Pick<ResolvedLockOptions, 'ttl' | 'commandTimeout' | 'nodeTimeout'> {
+  const ttl = checkTtl('ttl', given.ttl ?? DEFAULT_TTL);
+  const commandTimeout = checkTimeout(
+    'commandTimeout',
+    given.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT,
+  );
+  const nodeTimeout = checkTimeout('nodeTimeout', given.nodeTimeout ?? DEFAULT_NODE_TIMEOUT);
+  if (redis.topology === 'redlock' && nodeTimeout * 2 > ttl) {
+    // A majority's answers must come in with validity to spare.
+    throw new LockOptionsError(
+      'nodeTimeout',
+      nodeTimeout,
+      `at most half the ttl (${ttl} ms), and better far below it` +
+        (given.nodeTimeout === undefined ? '; this is its default: set nodeTimeout lower' : ''),
+    );
+  }
+  return { ttl, commandTimeout, nodeTimeout };
+}
+
+function resolveKeyPrefix(value: unknown): string {
+  const prefix = value ?? DEFAULT_KEY_PREFIX;
+  if (
+    typeof prefix !== 'string' ||
+    prefix.length === 0 ||
+    prefix.length > 256 ||
+    /[{}]/.test(prefix)
+  ) {
+    throw new LockOptionsError(
+      'keyPrefix',
+      prefix,
+      'a non-empty string of at most 256 characters without "{" or "}" (the library sets hash tags itself)',
+    );
+  }
+  return prefix;
+}
+
+function resolveDriftFactor(value: unknown): number {
+  const factor = value ?? DEFAULT_DRIFT_FACTOR;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 0 || factor >= 0.5) {
+    throw new LockOptionsError('driftFactor', factor, 'a number from 0 to below 0.5');
+  }
+  return factor;
+}
+
+/** `waitForReplicas` only fits one Redis, and its WAITs must fit in the other bounds. */
+function resolveWaitForReplicas(
+  value: unknown,
+  { store, redis, commandTimeout, ttl }: ResolvedLockOptions,
+): ResolvedLockOptions['waitForReplicas'] {
+  if (value === undefined) return undefined;
+  if (store === 'memory' || redis.topology !== 'single') {
+    throw new LockOptionsError(
+      'waitForReplicas',
+      value,
+      'nothing: it applies to one Redis or a Sentinel-managed master only',
+    );
+  }
+  const given = requireObject('waitForReplicas', value);
+  rejectUnknown(given, new Set(['replicas', 'timeout']), 'waitForReplicas');
+  const replicas = given.replicas;
+  if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
+    throw new LockOptionsError('waitForReplicas.replicas', replicas, 'an integer of at least 1');
+  }
+  // WAIT's timeout 0 means "forever", which would hang an acquisition with no replica.
+  const timeout = checkTimeout('waitForReplicas.timeout', given.timeout);
+  // A caller may wait for a WAIT on its way and then for the next one (they are shared): both
+  // must fit in commandTimeout, or a WAIT that runs out looks like Redis not answering. And a
+  // WAIT must not outlast the lock it waits for.
+  // Redis notices a WAIT's timeout on its next tick, up to WAIT_SLACK late.
+  const limit = Math.min(Math.floor(commandTimeout / 2) - WAIT_SLACK, ttl - 1);
+  if (timeout > limit) {
+    throw new LockOptionsError(
+      'waitForReplicas.timeout',
+      timeout,
+      `at most ${limit} ms (two WAITs, each up to ${WAIT_SLACK} ms late, within ` +
+        `commandTimeout, ${commandTimeout} ms, and below the ttl, ${ttl} ms)`,
+    );
+  }
+  return { replicas, timeout };
+}

@@ -1,0 +1,237 @@
+import type { LockModuleOptions } from '../../src/index.js';
+import { resolveModuleOptions } from '../../src/options/resolve-module-options.js';
+import { expectOptionError } from '../support/option-error.js';
+
+const MAX = 2 ** 31 - 1;
+const masters = ['redis://a:1', 'redis://b:1', 'redis://c:1'];
+const resolve = (options: unknown) => resolveModuleOptions(options as LockModuleOptions);
+
+describe('module options: defaults', () => {
+  const defaults = {
+    store: 'redis',
+    fair: true,
+    redis: { topology: 'single', config: 'redis://127.0.0.1:6379' },
+    keyPrefix: 'lock:',
+    ttl: 30_000,
+    waitTimeout: 10_000,
+    watchdog: true,
+    commandTimeout: 5_000,
+    nodeTimeout: 250,
+    driftFactor: 0.01,
+    waitForReplicas: undefined,
+  };
+
+  it('fills in every default when nothing is given', () => {
+    expect(resolve(undefined)).toEqual(defaults);
+    expect(resolve({})).toEqual(defaults);
+  });
+
+  it('takes the memory store, and isGlobal (which the module builder reads)', () => {
+    expect(resolve({ store: 'memory', isGlobal: true })).toEqual({ ...defaults, store: 'memory' });
+  });
+
+  it('is not fair by default with RedLock, and accepts fair: false there', () => {
+    for (const fair of [undefined, false]) {
+      expect(resolve({ redis: masters, fair })).toMatchObject({ fair: false });
+    }
+  });
+
+  it.each([
+    {
+      ttl: 10,
+      waitTimeout: 0,
+      commandTimeout: 1,
+      keyPrefix: 'k'.repeat(256),
+      driftFactor: 0,
+      watchdog: false,
+      fair: false,
+    },
+    { ttl: MAX, waitTimeout: Infinity, driftFactor: 0.49 },
+    { redis: masters, ttl: 1_000, nodeTimeout: 500 },
+  ])('keeps what it is given at the edges of each range (case %#)', ({ redis, ...edges }) => {
+    expect(resolve({ redis, ...edges })).toMatchObject(edges);
+  });
+
+  it('waits for replicas as far as two WAITs fit in commandTimeout and below the ttl', () => {
+    const waitForReplicas = { replicas: 2, timeout: 2_350 };
+    expect(resolve({ waitForReplicas })).toMatchObject({ waitForReplicas });
+    expect(resolve({ ttl: 100, waitForReplicas: { replicas: 1, timeout: 99 } })).toMatchObject({
+      waitForReplicas: { replicas: 1, timeout: 99 },
+    });
+  });
+});
+
+describe('module options: each rule names the option it refuses', () => {
+  const range = (min: number) => `an integer number of milliseconds from ${min} to ${MAX}`;
+  const rules: [string, unknown, string, string][] = [
+    ['options that are not an object', [], 'options', 'expected an object, got an array'],
+    [
+      'an unknown option',
+      { tll: 1 },
+      'tll',
+      'no such option (known: redis, keyPrefix, ttl, waitTimeout, watchdog, commandTimeout, ' +
+        'store, fair, nodeTimeout, driftFactor, waitForReplicas, isGlobal)',
+    ],
+    ['an unknown store', { store: 'disk' }, 'store', `expected 'redis' or 'memory', got "disk"`],
+    [
+      'redis beside the memory store',
+      { store: 'memory', redis: 'redis://h:1' },
+      'redis',
+      `expected nothing with store: 'memory'`,
+    ],
+    [
+      'nodeTimeout without RedLock',
+      { nodeTimeout: 50 },
+      'nodeTimeout',
+      'expected nothing: it applies to RedLock only (redis: an array of masters), got 50',
+    ],
+    [
+      'commandTimeout with RedLock',
+      { redis: masters, commandTimeout: 1_000 },
+      'commandTimeout',
+      'expected nothing with RedLock, where nodeTimeout bounds each master instead',
+    ],
+    [
+      'fair: true with RedLock',
+      { redis: masters, fair: true },
+      'fair',
+      'expected false or nothing with RedLock (redis: an array): waiters are not queued',
+    ],
+    ...[-1, 1.5, Number.NaN, Infinity, '30s', 9, 2 ** 31].map(
+      (ttl): [string, unknown, string, string] => [
+        `ttl ${String(ttl)}`,
+        { ttl },
+        'ttl',
+        `expected ${range(10)}, got`,
+      ],
+    ),
+    ['commandTimeout 0', { commandTimeout: 0 }, 'commandTimeout', `expected ${range(1)}, got 0`],
+    ['nodeTimeout 0', { redis: masters, nodeTimeout: 0 }, 'nodeTimeout', range(1)],
+    [
+      'a nodeTimeout over half the ttl',
+      { redis: masters, ttl: 1_000, nodeTimeout: 501 },
+      'nodeTimeout',
+      'expected at most half the ttl (1000 ms), and better far below it, got 501',
+    ],
+    [
+      'a default nodeTimeout over half the ttl',
+      { redis: masters, ttl: 400 },
+      'nodeTimeout',
+      'at most half the ttl (400 ms), and better far below it; this is its default: set nodeTimeout lower, got 250',
+    ],
+    ['fair "yes"', { fair: 'yes' }, 'fair', 'expected a boolean, got "yes"'],
+    ...['', '{app}:', 'a}', 'k'.repeat(257), 42].map(
+      (keyPrefix): [string, unknown, string, string] => [
+        `keyPrefix ${JSON.stringify(keyPrefix).slice(0, 20)}`,
+        { keyPrefix },
+        'keyPrefix',
+        'expected a non-empty string of at most 256 characters without "{" or "}"',
+      ],
+    ),
+    ...[-1, 0.5, '1s'].map((waitTimeout): [string, unknown, string, string] => [
+      `waitTimeout ${String(waitTimeout)}`,
+      { waitTimeout },
+      'waitTimeout',
+      `expected ${range(0)}, or Infinity, got`,
+    ]),
+    ['watchdog 1', { watchdog: 1 }, 'watchdog', 'expected a boolean, got 1'],
+    ...[0.5, -0.01, Number.NaN, Infinity, '0.1'].map(
+      (driftFactor): [string, unknown, string, string] => [
+        `driftFactor ${String(driftFactor)}`,
+        { driftFactor },
+        'driftFactor',
+        'expected a number from 0 to below 0.5',
+      ],
+    ),
+    ...(
+      [
+        ['the memory store', { store: 'memory' }],
+        ['RedLock', { redis: masters }],
+        ['a Cluster', { redis: { cluster: [{ port: 1 }] } }],
+      ] as const
+    ).map(([where, options]): [string, unknown, string, string] => [
+      `waitForReplicas with ${where}`,
+      { ...options, waitForReplicas: { replicas: 1, timeout: 10 } },
+      'waitForReplicas',
+      'expected nothing: it applies to one Redis or a Sentinel-managed master only',
+    ]),
+    [
+      'waitForReplicas that is not an object',
+      { waitForReplicas: 1 },
+      'waitForReplicas',
+      'expected an object, got 1',
+    ],
+    [
+      'an unknown field of waitForReplicas',
+      { waitForReplicas: { replicas: 1, timeout: 10, within: 5 } },
+      'within',
+      'waitForReplicas: Invalid lock option "within": expected no such option (known: replicas, timeout)',
+    ],
+    ...[0, 1.5, '1', undefined].map((replicas): [string, unknown, string, string] => [
+      `waitForReplicas of ${JSON.stringify(replicas)} replicas`,
+      { waitForReplicas: { replicas, timeout: 10 } },
+      'waitForReplicas.replicas',
+      'expected an integer of at least 1',
+    ]),
+    ...[undefined, 0, -1].map((timeout): [string, unknown, string, string] => [
+      `waitForReplicas with timeout ${String(timeout)}`,
+      { waitForReplicas: { replicas: 1, timeout } },
+      'waitForReplicas.timeout',
+      `expected ${range(1)}`,
+    ]),
+    [
+      'waitForReplicas whose two WAITs do not fit in commandTimeout',
+      { waitForReplicas: { replicas: 1, timeout: 2_351 } },
+      'waitForReplicas.timeout',
+      'expected at most 2350 ms (two WAITs, each up to 150 ms late, within commandTimeout, ' +
+        '5000 ms, and below the ttl, 30000 ms), got 2351',
+    ],
+    [
+      'waitForReplicas that outlasts the ttl',
+      { ttl: 100, waitForReplicas: { replicas: 1, timeout: 100 } },
+      'waitForReplicas.timeout',
+      'expected at most 99 ms',
+    ],
+  ];
+
+  it.each(rules)('%s', (_, options, option, expected) => {
+    expectOptionError(() => resolve(options), option, expected);
+  });
+
+  it('says which option it refuses in the whole message', () => {
+    expectOptionError(
+      () => resolve({ ttl: -1 }),
+      'ttl',
+      `Invalid lock option "ttl": expected ${range(10)}, got -1`,
+    );
+  });
+});
+
+describe('module options: of two invalid options, the one checked first is reported', () => {
+  const cases: [string, object, string][] = [
+    ['tll', { tll: 1, store: 'disk' }, 'no such option'],
+    ['store', { store: 'disk', redis: 'http://h' }, 'or'],
+    ['redis', { store: 'memory', redis: 'http://h' }, 'nothing with store'],
+    ['redis', { redis: 'http://h', nodeTimeout: 5 }, 'a URL such as'],
+    ['nodeTimeout', { nodeTimeout: 5, ttl: -1 }, 'it applies to RedLock only'],
+    ['commandTimeout', { redis: masters, commandTimeout: 5, fair: true }, 'nothing with RedLock'],
+    ['fair', { redis: masters, fair: true, ttl: -1 }, 'false or nothing'],
+    ['ttl', { ttl: -1, commandTimeout: 0 }, 'from 10'],
+    ['commandTimeout', { commandTimeout: 0, fair: 1 }, 'from 1'],
+    ['nodeTimeout', { redis: masters, nodeTimeout: 0, fair: 1 }, 'from 1'],
+    ['nodeTimeout', { redis: masters, ttl: 1_000, nodeTimeout: 600, fair: 1 }, 'at most half'],
+    ['fair', { fair: 1, keyPrefix: '' }, 'a boolean'],
+    ['keyPrefix', { keyPrefix: '', waitTimeout: -1 }, 'a non-empty string'],
+    ['waitTimeout', { waitTimeout: -1, watchdog: 1 }, 'or Infinity'],
+    ['watchdog', { watchdog: 1, driftFactor: 1 }, 'a boolean'],
+    ['driftFactor', { driftFactor: 1, waitForReplicas: 5 }, 'from 0 to below 0.5'],
+    ['waitForReplicas', { store: 'memory', waitForReplicas: 5 }, 'one Redis'],
+    ['waitForReplicas', { waitForReplicas: 5 }, 'an object'],
+    ['within', { waitForReplicas: { within: 1, replicas: 0 } }, 'no such option'],
+    ['waitForReplicas.replicas', { waitForReplicas: { replicas: 0, timeout: 0 } }, 'at least 1'],
+  ];
+
+  it.each(cases)('%s (%j)', (option, options, expected) => {
+    expectOptionError(() => resolve(options), option, expected);
+  });
+});
