@@ -106,9 +106,12 @@ function checkUrl(name: string, value: string): string {
 
 /** Errors are logged: a URL they show must not carry its password (or anything like one). */
 function withoutPassword(value: string): string {
-  const start = value.indexOf('://') + 3;
+  // Whatever comes before the last "@", after the scheme if there is one: also in a URL that
+  // lacks its scheme, such as "user:secret@host:6379".
+  const scheme = value.indexOf('://');
+  const start = scheme < 0 ? 0 : scheme + 3;
   const at = value.lastIndexOf('@');
-  return start >= 3 && at > start ? `${value.slice(0, start)}***${value.slice(at)}` : value;
+  return at > start ? `${value.slice(0, start)}***${value.slice(at)}` : value;
 }
 
 function checkSentinels(name: string, options: Record<string, unknown>): void {

@@ -159,6 +159,7 @@ describe('passwords in error messages', () => {
       ['redis://user:secret@h:1/cache', 'redis://***@h:1/cache'],
       ['redis://:se@cret@h:1/cache', 'redis://***@h:1/cache'],
       ['http://:secret@h:1', 'http://***@h:1'],
+      ['user:secret@h:6379', '***@h:6379'],
     ]) {
       const error = expectOptionError(() => resolveRedis(url), 'redis', `got "${shown}"`);
       expect(error.value).toBe(shown);
