@@ -3,7 +3,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-sample/', 'dist-bench/', 'coverage/', 'node_modules/'] },
+  { ignores: ['dist/', 'dist-apps/', 'coverage/', 'node_modules/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

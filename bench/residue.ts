@@ -9,7 +9,7 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
-// By package name, as users import it: this resolves to the built dist/ (see tsconfig.bench.json).
+// By package name, as users import it: this resolves to the built dist/ (see tsconfig.apps.json).
 import { LockModule, LockService, type LockModuleOptions } from 'nestjs-redis-lock';
 import { closeClient } from './redis/server.js';
 import { killAllServers, startServer, stopServer } from './redis/throwaway.js';
