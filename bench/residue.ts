@@ -102,7 +102,9 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`Residue run failed: ${error instanceof Error ? error.stack : error}\n`);
+  process.stderr.write(
+    `Residue run failed: ${error instanceof Error ? error.stack : String(error)}\n`,
+  );
   killAllServers();
   process.exitCode = 1;
 });

@@ -74,6 +74,25 @@ const TOLD_SLACK_MS = 250;
  */
 
 /**
+ * A worker's request to read the resource (see worker.mjs).
+ * @typedef {{ type: 'read', requestId: number, token: number }} ReadRequest
+ */
+
+/**
+ * What a worker sends over IPC (see worker.mjs): its messages, tagged by `type`.
+ * @typedef {{ type: 'ready', pid: number }
+ *   | { type: 'acquired', token: number, lockToken: string }
+ *   | { type: 'lost', token: number, reason: string }
+ *   | ReadRequest
+ *   | { type: 'write', requestId: number, token: number, value: number,
+ *       signalAbortedAtWrite: boolean }
+ *   | { type: 'released', token: number, outcome: string, wrote: boolean,
+ *       signalAbortedAtWrite: boolean }
+ *   | { type: 'acquireFailed', error: string }
+ *   | { type: 'closed' }} WorkerMessage
+ */
+
+/**
  * @typedef {object} Section One critical section, as the checker saw it.
  * @property {number} worker
  * @property {number} token the lock's fencing token
@@ -171,7 +190,7 @@ export class SafetyChecker {
     this.acquireFailures = {};
     /** Duplicate fencing tokens handed out (to two acquisitions). */
     this.duplicateTokens = 0;
-    /** @type {((worker: WorkerHandle, message: any) => void) | undefined} */
+    /** @type {((worker: WorkerHandle, message: ReadRequest) => void) | undefined} */
     this.interceptRead = undefined;
     /** @type {Set<() => void>} */
     this.listeners = new Set();
@@ -207,7 +226,9 @@ export class SafetyChecker {
       await this.nemesis();
       await sleep(this.tailMs);
     } catch (error) {
-      this.violations.push(`checker aborted: ${error instanceof Error ? error.stack : error}`);
+      this.violations.push(
+        `checker aborted: ${error instanceof Error ? error.stack : String(error)}`,
+      );
     } finally {
       try {
         await this.shutdown();
@@ -245,9 +266,11 @@ export class SafetyChecker {
     const worker = new WorkerHandle(id, child);
     this.workers.set(id, worker);
     child.stderr?.on('data', (chunk) => {
-      worker.stderr = (worker.stderr + chunk.toString()).slice(-4000);
+      worker.stderr = (worker.stderr + String(chunk)).slice(-4000);
     });
-    child.on('message', (message) => this.onMessage(worker, message));
+    child.on('message', (message) =>
+      this.onMessage(worker, /** @type {WorkerMessage} */ (message)),
+    );
     child.on('exit', (code, signal) => {
       worker.exited = true;
       this.workers.delete(id);
@@ -270,7 +293,7 @@ export class SafetyChecker {
 
   /**
    * @param {WorkerHandle} worker
-   * @param {any} message
+   * @param {WorkerMessage} message
    */
   onMessage(worker, message) {
     const seq = ++this.seq;
@@ -353,7 +376,7 @@ export class SafetyChecker {
   /**
    * Handles a read now: the fencing guard decides, the worker gets the value.
    * @param {WorkerHandle} worker
-   * @param {any} message
+   * @param {ReadRequest} message
    */
   serveRead(worker, message) {
     this.reply(worker, message.requestId, this.readResource(worker, message));
@@ -362,7 +385,7 @@ export class SafetyChecker {
   /**
    * The resource's side of a read, without the reply, which a fault may hold back.
    * @param {WorkerHandle} worker
-   * @param {any} message
+   * @param {ReadRequest} message
    */
   readResource(worker, message) {
     const seq = ++this.seq;
@@ -402,7 +425,7 @@ export class SafetyChecker {
    */
   async waitFor(condition, timeoutMs, problem) {
     if (condition()) return true;
-    const ok = await new Promise((resolve) => {
+    const ok = await new Promise((/** @type {(ok: boolean) => void} */ resolve) => {
       /** @type {NodeJS.Timeout | undefined} */
       let poll;
       const done = (/** @type {boolean} */ result) => {
@@ -458,7 +481,7 @@ export class SafetyChecker {
   /** @param {FaultKind} kind */
   async inject(kind) {
     // Aim at the worker that is inside the critical section: take over its next read.
-    /** @type {{ worker: WorkerHandle, message: any } | undefined} */
+    /** @type {{ worker: WorkerHandle, message: ReadRequest } | undefined} */
     let victim;
     this.interceptRead = (worker, message) => (victim = { worker, message });
     const armed = await this.waitFor(
@@ -528,7 +551,7 @@ export class SafetyChecker {
       fault.facts.freeBoundMs = expiresNoEarlierThan - fault.startedAt;
     }
     const replacement = this.spawnWorker().catch((/** @type {unknown} */ error) => {
-      fault.problems.push(`replacement worker failed: ${error}`);
+      fault.problems.push(`replacement worker failed: ${String(error)}`);
     });
     const next = () =>
       this.sectionList.find((s) => s.acquiredSeq > killSeq && s.worker !== worker.id);
@@ -555,7 +578,7 @@ export class SafetyChecker {
    * read while it sleeps, then SIGCONT and watch what it does.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
-   * @param {any} read
+   * @param {ReadRequest} read
    */
   async stop(fault, worker, read) {
     worker.child.kill('SIGSTOP');
@@ -597,7 +620,7 @@ export class SafetyChecker {
    * is inside; it must be told its lock is lost before it goes on.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
-   * @param {any} read
+   * @param {ReadRequest} read
    */
   async restartRedis(fault, worker, read) {
     const before = Date.now();
@@ -625,7 +648,7 @@ export class SafetyChecker {
    * holder's token just before, less those restarted, must still be a majority.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
-   * @param {any} read
+   * @param {ReadRequest} read
    * @param {number} count
    */
   async restartMasters(fault, worker, read, count) {
@@ -661,7 +684,7 @@ export class SafetyChecker {
    * @param {Fault} fault
    * @param {WorkerHandle} worker
    * @param {Section} section
-   * @param {any} read
+   * @param {ReadRequest} read
    * @param {number} left masters that still hold the lock
    */
   async keepThrough(fault, worker, section, read, left) {
@@ -720,7 +743,7 @@ export class SafetyChecker {
    * @param {Fault} fault
    * @param {WorkerHandle} worker
    * @param {Section} section
-   * @param {any} read
+   * @param {ReadRequest} read
    * @param {{ ok: boolean, value: number }} readResult
    * @param {number} deadAt when the restarted masters were all dead
    */

@@ -20,7 +20,7 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { LockModule, LockService } from 'nestjs-redis-lock';
+import { LockLostError, LockModule, LockService } from 'nestjs-redis-lock';
 
 const env = process.env;
 const key = env.CHECKER_KEY ?? 'checker';
@@ -35,12 +35,18 @@ function send(message) {
 // The parent went away (crashed test run): nothing else will ever stop us.
 process.on('disconnect', () => process.exit(0));
 
+/**
+ * The checker's answer to a request (see checker.mjs): `ok` whether the fencing guard let it
+ * through, and for a read the counter's value.
+ * @typedef {{ type: 'reply', requestId: number, ok: boolean, value: number }} Reply
+ */
+
 let nextRequest = 1;
-/** @type {Map<number, (reply: any) => void>} */
+/** @type {Map<number, (reply: Reply) => void>} */
 const pending = new Map();
 let stopping = false;
 
-process.on('message', (/** @type {any} */ message) => {
+process.on('message', (/** @type {Reply | { type: 'stop' }} */ message) => {
   if (message?.type === 'reply') {
     const resolve = pending.get(message.requestId);
     pending.delete(message.requestId);
@@ -54,7 +60,7 @@ process.on('message', (/** @type {any} */ message) => {
  * A request to the resource in the parent; resolves with its reply.
  * @param {'read' | 'write'} op
  * @param {Record<string, unknown>} fields
- * @returns {Promise<any>}
+ * @returns {Promise<Reply>}
  */
 function request(op, fields) {
   const requestId = nextRequest++;
@@ -108,7 +114,10 @@ while (!stopping) {
       send({ type: 'acquired', token, lockToken: lock.token });
       lock.signal.addEventListener(
         'abort',
-        () => send({ type: 'lost', token, reason: String(lock.signal.reason?.reason ?? '') }),
+        () => {
+          const lost = lock.signal.reason instanceof LockLostError ? lock.signal.reason : undefined;
+          send({ type: 'lost', token, reason: lost?.reason ?? '' });
+        },
         { once: true },
       );
       if (lock.signal.aborted) send({ type: 'lost', token, reason: 'aborted at start' });
