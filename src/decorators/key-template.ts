@@ -43,7 +43,7 @@ type Segment = string | Placeholder;
  * @throws LockKeyResolutionError naming the class, method, placeholder and parameters
  */
 export function compileKeys(source: LockKeySource, site: TemplateSite): KeyResolver {
-  const parts = typeof source === 'string' || typeof source === 'function' ? [source] : source;
+  const parts = isKeyList(source) ? source : [source];
   if (parts.length === 0) fail(site, 'the list of keys is empty');
   const resolvers = parts.map((part): ((args: readonly unknown[]) => string[]) => {
     if (typeof part === 'function') return (args) => keysFromFunction(part, args, site);
@@ -54,6 +54,10 @@ export function compileKeys(source: LockKeySource, site: TemplateSite): KeyResol
     return fail(site, `a key must be a template string or a function, got ${typeof part}`);
   });
   return (args) => resolvers.flatMap((resolve) => resolve(args));
+}
+
+function isKeyList(source: LockKeySource): source is Extract<LockKeySource, readonly unknown[]> {
+  return Array.isArray(source);
 }
 
 function parseTemplate(template: string, site: TemplateSite): Segment[] {
