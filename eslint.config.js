@@ -3,16 +3,51 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-sample/', 'dist-bench/', 'coverage/', 'node_modules/'] },
+  { ignores: ['dist/', 'dist-apps/', 'coverage/', 'node_modules/'] },
   js.configs.recommended,
-  ...tseslint.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
       globals: { ...globals.node },
+      parserOptions: {
+        // tsconfig.json covers src, test, bench, sample and scripts; the configs at the top level
+        // get a default project of their own.
+        projectService: { allowDefaultProject: ['*.js'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      // An `async` method without `await` is how a stub implements a Promise-returning
+      // interface, and how a throw becomes a rejection.
+      '@typescript-eslint/require-await': 'off',
+      // Passing on a caught error or an abort reason unchanged, as `throw` may.
+      '@typescript-eslint/prefer-promise-reject-errors': [
+        'error',
+        { allowThrowingAny: true, allowThrowingUnknown: true },
+      ],
+    },
+  },
+  {
+    // TODO(integrator): findings of the type-aware rules in files that the reshape is moving;
+    // fix them there and remove this block. lock.explorer.ts: `any` in LockedMethod.method and
+    // the untyped InstanceWrapper.instance, and a needless cast (line 85); lock.options.ts: a
+    // needless `as RedisOptions` (line 425); memory.store.ts: an untyped `new Map()` (line
+    // 108); redis.store.ts: Promise.all over values that may be undefined (line 254).
+    files: [
+      'src/lock.explorer.ts',
+      'src/lock.options.ts',
+      'src/store/memory.store.ts',
+      'src/store/redis.store.ts',
+    ],
+    rules: {
       '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unnecessary-type-assertion': 'off',
+      '@typescript-eslint/await-thenable': 'off',
     },
   },
 );

@@ -9,7 +9,7 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Redis } from 'ioredis';
-// By package name, as users import it: this resolves to the built dist/ (see tsconfig.bench.json).
+// By package name, as users import it: this resolves to the built dist/ (see tsconfig.apps.json).
 import { LockModule, LockService, type LockModuleOptions } from 'nestjs-redis-lock';
 import { closeClient } from './redis/server.js';
 import { killAllServers, startServer, stopServer } from './redis/throwaway.js';
@@ -102,7 +102,9 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`Residue run failed: ${error instanceof Error ? error.stack : error}\n`);
+  process.stderr.write(
+    `Residue run failed: ${error instanceof Error ? error.stack : String(error)}\n`,
+  );
   killAllServers();
   process.exitCode = 1;
 });

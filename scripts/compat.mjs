@@ -25,6 +25,17 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const APP_TIMEOUT_MS = 60_000;
 const INSTALL_TIMEOUT_MS = 300_000;
 
+/**
+ * @typedef {object} App
+ * @property {'esm' | 'cjs'} kind
+ * @property {string} title
+ * @property {string} nest the range of `@nestjs/common` and `@nestjs/core` it installs
+ * @property {string} ioredis the range of `ioredis` it installs
+ * @property {string} file its source file
+ * @property {'module'} [type] its package.json `type`
+ */
+
+/** @type {App[]} */
 const APPS = [
   // Between them the two apps cover both Nest majors and both ioredis majors of the peer ranges.
   { kind: 'esm', title: 'ESM app', nest: '^12', ioredis: '^6', file: 'app.mjs', type: 'module' },
@@ -34,7 +45,9 @@ const APPS = [
 // ---------------------------------------------------------------------------------------------
 // Clean-up: everything this script starts or creates is registered here and removed on exit.
 
+/** @type {Set<import('node:child_process').ChildProcess>} */
 const children = new Set();
+/** @type {string[]} */
 const tempDirs = [];
 
 function cleanup() {
@@ -54,6 +67,10 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 /**
  * Runs a command; resolves with its stdout and its combined output, rejects (with the combined
  * output) on failure or timeout.
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {{ cwd?: string, env?: NodeJS.ProcessEnv, timeout?: number }} [options]
+ * @returns {Promise<{ stdout: string, output: string }>}
  */
 function run(cmd, args, { cwd = ROOT, env = process.env, timeout = INSTALL_TIMEOUT_MS } = {}) {
   return new Promise((resolvePromise, reject) => {
@@ -82,14 +99,22 @@ function run(cmd, args, { cwd = ROOT, env = process.env, timeout = INSTALL_TIMEO
   });
 }
 
+/**
+ * `JSON.parse`, typed as what it is: the caller says what it expects.
+ * @param {string} text
+ * @returns {unknown}
+ */
+const parseJson = (text) => JSON.parse(text);
+
 // ---------------------------------------------------------------------------------------------
 // Redis
 
+/** @returns {Promise<number>} */
 function freePort() {
   return new Promise((resolvePromise, reject) => {
     const server = createServer().on('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
+      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
       server.close(() => resolvePromise(port));
     });
   });
@@ -103,7 +128,7 @@ async function startRedis() {
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let output = '';
-  await new Promise((ready, reject) => {
+  await new Promise((/** @type {(value: void) => void} */ ready, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`redis-server did not start:\n${output}`)),
       10_000,
@@ -115,7 +140,7 @@ async function startRedis() {
       ready();
     });
     child.stderr.on('data', (chunk) => (output += chunk));
-    child.on('error', (error) => {
+    child.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
       clearTimeout(timer);
       if (error.code !== 'ENOENT') reject(error);
       else reject(new Error('redis-server not found on PATH: install Redis, or set REDIS_URL'));
@@ -131,7 +156,10 @@ async function startRedis() {
 // ---------------------------------------------------------------------------------------------
 // The throwaway apps
 
-/** The app's source: the same checks, written once, with ESM or CommonJS imports on top. */
+/**
+ * The app's source: the same checks, written once, with ESM or CommonJS imports on top.
+ * @param {App['kind']} kind
+ */
 function appSource(kind) {
   const imports =
     kind === 'esm'
@@ -194,7 +222,12 @@ main().catch((error) => {
 `;
 }
 
-/** Writes an app into a temp dir and installs its dependencies. */
+/**
+ * Writes an app into a temp dir and installs its dependencies.
+ * @param {App} app
+ * @param {string} tarball
+ * @param {string} tempRoot
+ */
 async function createApp(app, tarball, tempRoot) {
   const dir = join(tempRoot, `${app.kind}-app`);
   mkdirSync(dir);
@@ -217,10 +250,18 @@ async function createApp(app, tarball, tempRoot) {
   return dir;
 }
 
-/** Runs an installed app; resolves with the installed versions and the app's output. */
+/**
+ * Runs an installed app; resolves with the installed versions and the app's output.
+ * @param {App} app
+ * @param {string} dir
+ * @param {string} redisUrl
+ */
 async function runApp(app, dir, redisUrl) {
-  const version = (name) =>
-    JSON.parse(readFileSync(join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+  const version = (/** @type {string} */ name) => {
+    const file = join(dir, 'node_modules', name, 'package.json');
+    const manifest = /** @type {{ version: string }} */ (parseJson(readFileSync(file, 'utf8')));
+    return manifest.version;
+  };
   const nest = `Nest ${version('@nestjs/core')} and ioredis ${version('ioredis')}`;
   const options = {
     cwd: dir,
@@ -231,7 +272,7 @@ async function runApp(app, dir, redisUrl) {
     const { output } = await run(process.execPath, [app.file], options);
     return { nest, ok: true, output };
   } catch (error) {
-    return { nest, ok: false, output: error.message };
+    return { nest, ok: false, output: error instanceof Error ? error.message : String(error) };
   }
 }
 
@@ -245,7 +286,8 @@ async function main() {
   console.log('compat: building and packing the library');
   await run('npm', ['run', 'build']);
   const pack = ['pack', '--ignore-scripts', '--json', '--pack-destination', tempRoot];
-  const [{ filename }] = JSON.parse((await run('npm', pack)).stdout);
+  const packed = /** @type {{ filename: string }[]} */ (parseJson((await run('npm', pack)).stdout));
+  const [{ filename }] = packed;
   const tarball = join(tempRoot, filename);
   if (!existsSync(tarball)) throw new Error(`npm pack did not produce ${tarball}`);
 
@@ -270,7 +312,7 @@ async function main() {
 main()
   .then((code) => (process.exitCode = code))
   .catch((error) => {
-    console.error(`compat: ${error.message}`);
+    console.error(`compat: ${error instanceof Error ? error.message : String(error)}`);
     process.exitCode = 1;
   })
   .finally(cleanup);

@@ -9,7 +9,7 @@ const upToDate =
 
 if (!upToDate) {
   console.log('Installing dependencies (first run)…');
-  const npm = (args) =>
+  const npm = (/** @type {string[]} */ args) =>
     spawnSync('npm', args, { stdio: 'inherit', shell: process.platform === 'win32' });
   // npm 11 can refuse its own lock file over platform-specific optional packages; `npm install`
   // from the same lock file still pins everything else.

@@ -1,7 +1,7 @@
 import { Injectable, Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { Redis } from 'ioredis';
-// By package name, as users import it: this resolves to the built dist/ (see tsconfig.bench.json).
+// By package name, as users import it: this resolves to the built dist/ (see tsconfig.apps.json).
 import { LockModule, LockService, WithLock, type Lock } from 'nestjs-redis-lock';
 import { CONFIG } from '../config.js';
 import { CommandCounter } from '../redis/instrument.js';

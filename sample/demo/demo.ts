@@ -203,7 +203,10 @@ try {
 } catch (error) {
   if (interrupted) await new Promise(() => undefined);
   progress.interrupt();
-  const text = error instanceof DemoError ? error.message : ((error as Error)?.stack ?? error);
+  const text =
+    error instanceof DemoError
+      ? error.message
+      : (error instanceof Error && error.stack) || String(error);
   console.error(`\nThe demo failed: ${text}`);
   await stopAll();
 }

@@ -84,10 +84,17 @@ export interface Outcomes {
   checks: Check[];
 }
 
-interface Reply {
+/** What `PUT /products/:id` answers with when the edit went through. */
+interface EditReply {
+  fencingToken?: number;
+  heldMs?: number;
+  ttl?: number;
+}
+
+interface Reply<T = unknown> {
   status: number;
   headers: Headers;
-  body: any;
+  body: T;
 }
 
 /** A minimal JSON client that notes which processes answered. */
@@ -96,7 +103,8 @@ export class SampleClient {
 
   constructor(private readonly baseUrl: string) {}
 
-  async send(method: string, path: string, body?: object): Promise<Reply> {
+  /** Sends a request; `T` is the shape the sample's route answers with (it is not checked). */
+  async send<T = unknown>(method: string, path: string, body?: object): Promise<Reply<T>> {
     const response = await fetch(new URL(path, this.baseUrl), {
       method,
       headers: body ? { 'content-type': 'application/json' } : {},
@@ -105,12 +113,17 @@ export class SampleClient {
     const text = await response.text();
     const pid = response.headers.get('x-served-by');
     if (pid) this.servedBy.add(pid);
-    return { status: response.status, headers: response.headers, body: parse(text) };
+    return { status: response.status, headers: response.headers, body: parse(text) as T };
   }
 
   /** Like {@link send}, but fails unless the status is `expected`. */
-  async expect(expected: number, method: string, path: string, body?: object): Promise<any> {
-    const reply = await this.send(method, path, body);
+  async expect<T = unknown>(
+    expected: number,
+    method: string,
+    path: string,
+    body?: object,
+  ): Promise<T> {
+    const reply = await this.send<T>(method, path, body);
     if (reply.status !== expected) {
       throw new Error(
         `${method} ${path} answered ${reply.status} (expected ${expected}): ${JSON.stringify(reply.body)}`,
@@ -164,7 +177,11 @@ export async function runLottery(
     const replies = await Promise.all(
       Array.from({ length: draws }, () => client.send('POST', `/lottery/${userId}/${variant}`)),
     );
-    const account = await client.expect(200, 'GET', `/lottery/${userId}`);
+    const account = await client.expect<{ prizes: unknown[]; balance: number }>(
+      200,
+      'GET',
+      `/lottery/${userId}`,
+    );
     return {
       prizes: account.prizes.length,
       balance: account.balance,
@@ -216,7 +233,7 @@ export async function runThrottle(
     const throttled = replies.filter((r) => r.status === 429);
     const retryAfter = throttled.map((r) => Number(r.headers.get('retry-after')));
     const distinctRetryAfter = [...new Set(retryAfter)].sort((a, b) => a - b);
-    const stored: unknown[] = await client.expect(
+    const stored = await client.expect<unknown[]>(
       200,
       'GET',
       `${path}?userId=${encodeURIComponent(userId)}`,
@@ -262,7 +279,7 @@ export async function runEdit(
   const path = `/products/${encodeURIComponent(productId)}`;
   const label = `Slow edit of product ${productId} (${seconds(durationMs)}) with concurrent edits`;
   const { slow, probes } = await step(label, async () => {
-    const slow = client.send('PUT', path, { name: 'Desk lamp', durationMs });
+    const slow = client.send<EditReply>('PUT', path, { name: 'Desk lamp', durationMs });
     const probes = probesAtMs.map(async (atMs) => {
       await sleep(atMs);
       const reply = await client.send('PUT', path, { name: 'Desk lamp (rival)', durationMs: 0 });
@@ -272,7 +289,10 @@ export async function runEdit(
     return { slow: slowReply, probes: probeReplies };
   });
   const next = await step('Edit again once the slow edit ended', async () => {
-    const reply = await client.send('PUT', path, { name: 'Desk lamp, v2', durationMs: 0 });
+    const reply = await client.send<EditReply>('PUT', path, {
+      name: 'Desk lamp, v2',
+      durationMs: 0,
+    });
     return { status: reply.status, fencingToken: Number(reply.body?.fencingToken) };
   });
   const { ttl = NaN, heldMs = NaN, fencingToken = NaN } = slow.status === 200 ? slow.body : {};

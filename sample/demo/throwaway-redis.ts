@@ -83,8 +83,8 @@ export class ThrowawayRedis {
     const server = new ThrowawayRedis(child, port);
     let output = '';
     const collect = (chunk: Buffer) => (output += chunk.toString());
-    child.stdout!.on('data', collect);
-    child.stderr!.on('data', collect);
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
     const exited = once(child, 'exit').then(([code]) => {
       throw new Error(`redis-server exited with code ${code}: ${output.trim()}`);
     });
@@ -95,8 +95,8 @@ export class ThrowawayRedis {
       server.killNow();
       throw error;
     }
-    child.stdout!.off('data', collect).resume();
-    child.stderr!.off('data', collect).resume();
+    child.stdout.off('data', collect).resume();
+    child.stderr.off('data', collect).resume();
     return server;
   }
 }

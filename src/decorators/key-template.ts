@@ -1,10 +1,14 @@
 import { LockKeyResolutionError } from '../lock.errors.js';
 
-/** A key given to `@WithLock`: a template, a function of the arguments, or a list of them. */
+/**
+ * A key given to `@WithLock`: a template, a function of the arguments, or a list of them. A key
+ * function receives the decorated method's arguments; annotate its parameters with their types
+ * (`(order: Order) => \`order:${order.id}\``), since the decorator cannot see the method's.
+ */
 export type LockKeySource =
   | string
-  | ((...args: any[]) => string | readonly string[])
-  | readonly (string | ((...args: any[]) => string))[];
+  | ((...args: never[]) => string | readonly string[])
+  | readonly (string | ((...args: never[]) => string))[];
 
 /** Turns the arguments of one call into the lock keys (without the module's prefix). */
 export type KeyResolver = (args: readonly unknown[]) => string[];
@@ -39,7 +43,7 @@ type Segment = string | Placeholder;
  * @throws LockKeyResolutionError naming the class, method, placeholder and parameters
  */
 export function compileKeys(source: LockKeySource, site: TemplateSite): KeyResolver {
-  const parts = Array.isArray(source) ? source : [source];
+  const parts = isKeyList(source) ? source : [source];
   if (parts.length === 0) fail(site, 'the list of keys is empty');
   const resolvers = parts.map((part): ((args: readonly unknown[]) => string[]) => {
     if (typeof part === 'function') return (args) => keysFromFunction(part, args, site);
@@ -50,6 +54,10 @@ export function compileKeys(source: LockKeySource, site: TemplateSite): KeyResol
     return fail(site, `a key must be a template string or a function, got ${typeof part}`);
   });
   return (args) => resolvers.flatMap((resolve) => resolve(args));
+}
+
+function isKeyList(source: LockKeySource): source is Extract<LockKeySource, readonly unknown[]> {
+  return Array.isArray(source);
 }
 
 function parseTemplate(template: string, site: TemplateSite): Segment[] {
@@ -155,6 +163,8 @@ function toKeyPart(
       if (value instanceof Date) {
         return Number.isNaN(value.getTime()) ? refuse('an invalid Date') : value.toISOString();
       }
+      // An object's own toString() is its key; the default '[object …]' form is refused below.
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string
       const text = Array.isArray(value) ? '' : String(value);
       return text && !text.startsWith('[object ')
         ? text
@@ -229,11 +239,12 @@ function percentEncoded(char: string): string {
 }
 
 function keysFromFunction(
-  fn: (...args: any[]) => unknown,
+  fn: (...args: never[]) => unknown,
   args: readonly unknown[],
   site: TemplateSite,
 ): string[] {
-  const result = fn(...args);
+  // The arguments are those of the decorated method, which the key function was written for.
+  const result = fn(...(args as never[]));
   const keys = Array.isArray(result) ? result : [result];
   for (const key of keys) {
     if (typeof key !== 'string' || key.length === 0) {
@@ -255,7 +266,7 @@ function fail(site: TemplateSite, problem: string): never {
  * Reads a function's parameter names from its source text. Minifiers rename parameters, which
  * is why templates can also address parameters by position (`<0>`).
  */
-export function parameterNames(fn: (...args: any[]) => unknown): {
+export function parameterNames(fn: (...args: never[]) => unknown): {
   names: (string | undefined)[];
   hasRest: boolean;
 } {

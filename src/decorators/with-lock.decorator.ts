@@ -20,7 +20,7 @@ export interface WithLockMetadata {
   key: LockKeySource;
   options: WithLockOptions;
   /** The method as written, before the decorator wrapped it. */
-  method: (...args: any[]) => unknown;
+  method: (...args: unknown[]) => unknown;
 }
 
 /** Runs one call of a decorated method; installed per instance by the lock explorer. */
@@ -43,7 +43,7 @@ export function bindLockedCall(
 ): void {
   const registry = typeof owner === 'function' ? classCalls : instanceCalls;
   let calls = registry.get(owner);
-  if (!calls) registry.set(owner, (calls = new Map()));
+  if (!calls) registry.set(owner, (calls = new Map<LockedMethodWrapper, LockedCall>()));
   calls.set(wrapper, call);
 }
 
@@ -68,7 +68,7 @@ export function bindLockedCall(
  */
 export function WithLock(key: LockKeySource, options: WithLockOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor: PropertyDescriptor) => {
-    const method = descriptor.value as ((...args: any[]) => unknown) | undefined;
+    const method = descriptor.value as ((...args: unknown[]) => unknown) | undefined;
     const where = `${(target as object).constructor.name}.${String(propertyKey)}`;
     if (typeof method !== 'function') {
       throw new LockError(`@WithLock on ${where}: can only decorate a method`);

@@ -3,9 +3,11 @@ import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import type { INestApplication } from '@nestjs/common';
 import { Args, Field, GraphQLModule, Mutation, ObjectType, Query, Resolver } from '@nestjs/graphql';
 import { Test, type TestingModule } from '@nestjs/testing';
+import type { Server } from 'node:http';
 import request from 'supertest';
 import { LockNotAcquiredError, WithLock } from '../../src/index.js';
 import {
+  anyNumber,
   conflictMessage,
   lockModule,
   SUBMIT_WINDOW_MS,
@@ -42,7 +44,7 @@ class OrdersResolver {
 
 describe('a held lock in a GraphQL (Apollo) resolver', () => {
   let module: TestingModule;
-  let app: INestApplication;
+  let app: INestApplication<Server>;
   /** What an app's own `formatError` is given, unwrapped. */
   const formatted: unknown[] = [];
 
@@ -106,7 +108,7 @@ describe('a held lock in a GraphQL (Apollo) resolver', () => {
           message: throttleMessage('2'),
           locations: [{ line: 1, column: 12 }],
           path: ['submitOrder'],
-          extensions: { code: 'TOO_MANY_REQUESTS', retryAfterMs: expect.any(Number) },
+          extensions: { code: 'TOO_MANY_REQUESTS', retryAfterMs: anyNumber },
         },
       ],
     });

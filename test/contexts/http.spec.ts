@@ -1,6 +1,7 @@
 import { Controller, Injectable, Param, Post, type INestApplication } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test, type TestingModule } from '@nestjs/testing';
+import type { Server } from 'node:http';
 import request from 'supertest';
 import { LockService, WithLock } from '../../src/index.js';
 import { sleep } from '../support/lock-app.js';
@@ -51,7 +52,7 @@ const platforms: [string, () => FastifyAdapter | undefined][] = [
 
 describe.each(platforms)('a held lock in an HTTP handler (%s)', (_, httpAdapter) => {
   let module: TestingModule;
-  let app: INestApplication;
+  let app: INestApplication<Server>;
 
   beforeAll(async () => {
     module = await Test.createTestingModule({

@@ -30,8 +30,11 @@ export async function whileOrderHeld(
 export const conflictMessage = (id: string) =>
   `Lock "order:${id}" is held by another owner; gave up after waiting 0 ms`;
 
+/** Matches any number (jest types its matchers as `any`; this one is only compared). */
+export const anyNumber: unknown = expect.any(Number);
+
 /** The message of a `@WithLock` call that found the `submit:<id>` throttle closed. */
-export const throttleMessage = (id: string) =>
+export const throttleMessage = (id: string): unknown =>
   expect.stringMatching(
     new RegExp(`^Lock "submit:${id}" is a throttle that is still closed; retry in \\d+ ms$`),
   );
@@ -50,7 +53,7 @@ export const throttleBody = (id: string) => ({
   error: 'Too Many Requests',
   code: 'LOCK_THROTTLED',
   message: throttleMessage(id),
-  retryAfterMs: expect.any(Number),
+  retryAfterMs: anyNumber,
 });
 
 /** A throttle's retry-after: what is left of the window, so within it. */

@@ -66,7 +66,7 @@ describe.each(servers)('a held lock in a TCP microservice (%s)', (_, start) => {
       controllers: [OrdersHandler],
     }).compile();
     server = await start(module);
-    const microservice = 'getMicroservices' in server ? server.getMicroservices()[0]! : server;
+    const microservice = 'getMicroservices' in server ? server.getMicroservices()[0] : server;
     const { port } = microservice.unwrap<Server>().address() as AddressInfo;
     // No timeout on the client: a server that never replies would hang the call.
     client = new ClientTCP({ host: '127.0.0.1', port });
@@ -74,7 +74,7 @@ describe.each(servers)('a held lock in a TCP microservice (%s)', (_, start) => {
   });
 
   afterAll(async () => {
-    await client.close();
+    client.close();
     await server.close();
   });
 

@@ -3,6 +3,7 @@ import { IoAdapter } from '@nestjs/platform-socket.io';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { io } from 'socket.io-client';
 import { WebSocket } from 'ws';
@@ -95,7 +96,7 @@ const adapters: [
 
 describe.each(adapters)('a held lock in a WebSocket gateway (%s)', (_, adapter, connect) => {
   let module: TestingModule;
-  let app: INestApplication;
+  let app: INestApplication<Server>;
   let client: Client;
 
   beforeAll(async () => {

@@ -48,7 +48,9 @@ describe('fencing tokens guarding a SQL row', () => {
   it('refuses the update of a holder whose lock expired and was taken over', async () => {
     // The first holder reads the balance, then pauses past its TTL.
     const stale = await first.locks.acquire('account:1', { ttl: 100, watchdog: false });
-    const { rows } = await db.query('SELECT balance FROM accounts WHERE id = 1');
+    const { rows } = await db.query<{ balance: number }>(
+      'SELECT balance FROM accounts WHERE id = 1',
+    );
     await sleep(150);
     // Meanwhile a second holder takes the lock and withdraws 30.
     const fresh = await second.locks.acquire('account:1');

@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   runEdit,
@@ -19,7 +20,7 @@ describe.each([
   ['on the in-memory store', () => ({})],
 ])('The sample app %s passes the demo scenarios', (_, options: () => AppOptions) => {
   const runId = randomUUID().slice(0, 8);
-  let app: INestApplication;
+  let app: INestApplication<Server>;
   let client: SampleClient;
 
   beforeAll(async () => {

@@ -12,5 +12,5 @@ export default async function globalSetup() {
   process.env.LOCK_TEST_PIDS = join(mkdtempSync(join(tmpdir(), 'lock-tests-')), 'pids');
   const server = await RedisServer.start();
   process.env.LOCK_TEST_REDIS_URL = server.url;
-  /** @type {any} */ (globalThis).lockTestRedis = server;
+  /** @type {{ lockTestRedis?: RedisServer }} */ (globalThis).lockTestRedis = server;
 }

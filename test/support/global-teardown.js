@@ -3,7 +3,10 @@ import { dirname } from 'node:path';
 
 /** Stops the shared Redis and kills any server that a test file failed to stop. */
 export default async function globalTeardown() {
-  await /** @type {any} */ (globalThis).lockTestRedis?.stop();
+  const shared = /** @type {{ lockTestRedis?: import('./redis-server.js').RedisServer }} */ (
+    globalThis
+  );
+  await shared.lockTestRedis?.stop();
   const file = process.env.LOCK_TEST_PIDS;
   if (!file || !existsSync(file)) return;
   for (const pid of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {

@@ -101,7 +101,8 @@ export class RedisClusterHarness {
   /** SIGKILLs the node on `port`, as in a crash. The others mark it failed after 1 s. */
   async kill(port: number): Promise<void> {
     const server = this.servers.find((candidate) => candidate.port === port);
-    if (!server) throw new Error(`no cluster node on port ${port} (nodes: ${this.ports})`);
+    if (!server)
+      throw new Error(`no cluster node on port ${port} (nodes: ${this.ports.join(',')})`);
     await server.kill();
   }
 
@@ -181,7 +182,7 @@ async function waitUntilSettled(ports: number[]): Promise<void> {
         try {
           return { port, info: parseInfo(String(await ask(port, 'CLUSTER', 'INFO'))) };
         } catch (error) {
-          return { port, info: { error: String(error) } as Record<string, string> };
+          return { port, info: { error: String(error) } };
         }
       }),
     );

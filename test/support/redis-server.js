@@ -136,8 +136,8 @@ export class RedisServer {
     );
     this.#process = child;
     let output = '';
-    child.stdout?.on('data', (chunk) => (output += chunk.toString()));
-    child.stderr?.on('data', (chunk) => (output += chunk.toString()));
+    child.stdout?.on('data', (chunk) => (output += String(chunk)));
+    child.stderr?.on('data', (chunk) => (output += String(chunk)));
     const exited = once(child, 'exit').then(([code]) => {
       throw new Error(
         `redis-server on port ${this.port} exited with code ${code}: ${output.trim()}`,
@@ -157,7 +157,7 @@ export class RedisServer {
 /** @param {number} port */
 async function waitForPong(port) {
   for (let tries = 0; tries < 500; tries++) {
-    const answered = await new Promise((resolve) => {
+    const answered = await new Promise((/** @type {(answered: boolean) => void} */ resolve) => {
       const socket = connect(port, '127.0.0.1');
       socket.setTimeout(1000);
       socket.once('connect', () => socket.write('PING\r\n'));

@@ -93,7 +93,9 @@ describe('behind Sentinel', () => {
       const before = await waits();
       sentinel.proxy?.stall();
       const outcomes = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => app.locks.acquire(`batch:${i}`).catch((e) => e)),
+        Array.from({ length: 6 }, (_, i) =>
+          app.locks.acquire(`batch:${i}`).catch((e: unknown) => e),
+        ),
       );
       // Every one fails closed for want of a replica, not for a connection blocked by WAITs.
       for (const outcome of outcomes) expect(outcome).toBeInstanceOf(LockReplicationError);
@@ -105,7 +107,9 @@ describe('behind Sentinel', () => {
       const options = { waitForReplicas: { replicas: 1, timeout: 200 } };
       const [holder, waiter] = [await boot(options), await boot(options)];
       const held = await holder.locks.acquire('batch', { ttl: 10_000 });
-      const waited = waiter.locks.acquire('batch', { waitTimeout: 10_000 }).catch((e) => e);
+      const waited = waiter.locks
+        .acquire('batch', { waitTimeout: 10_000 })
+        .catch((e: unknown) => e);
       await sleep(200);
       sentinel.proxy?.stall();
       await held.release();

@@ -260,14 +260,14 @@ function tally(values) {
   /** @type {Map<unknown, number>} */
   const counts = new Map();
   for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  return [...counts].map(([v, n]) => `${v}×${n}`).join(', ') || '-';
+  return [...counts].map(([v, n]) => `${String(v)}×${n}`).join(', ') || '-';
 }
 
 /** @param {ReturnType<typeof analyze>} r */
 export function formatSummary(r) {
   const kv = (/** @type {Record<string, unknown>} */ o) =>
     Object.entries(o)
-      .map(([k, v]) => `${k} ${v}`)
+      .map(([k, v]) => `${k} ${String(v)}`)
       .join(', ') || 'none';
   const lines = [
     `safety checker: ${r.ok ? 'PASS' : 'FAIL'} (${(r.elapsedMs / 1000).toFixed(1)} s, ttl ${r.ttl} ms, reads ${r.fenceReads ? '' : 'not '}fenced)`,

@@ -164,7 +164,7 @@ export class LockServers {
   async restart(indices) {
     const begunAt = Date.now();
     const chosen = indices.map((i) => this.servers[i]);
-    await Promise.all(chosen.map((server) => (server.kill ? server.kill() : undefined)));
+    await Promise.all(chosen.map((server) => (server.kill ? server.kill() : Promise.resolve())));
     const deadAt = Date.now();
     await Promise.all(chosen.map((server) => server.restart()));
     return { indices, deadAt, tookMs: Date.now() - begunAt };
@@ -183,6 +183,9 @@ export class LockServers {
   /** Closes the probes, and stops the servers if they were started here. */
   async close() {
     for (const probe of this.probes) probe.disconnect();
-    if (this.owned) await Promise.all(this.servers.map((server) => server.stop?.()));
+    if (this.owned)
+      await Promise.all(
+        this.servers.map((server) => (server.stop ? server.stop() : Promise.resolve())),
+      );
   }
 }

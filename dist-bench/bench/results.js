@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=results.js.map
