@@ -91,6 +91,11 @@ function describe(value: unknown): string {
   return `an object (${value.constructor?.name ?? 'Object'})`;
 }
 
+/** @internal The error of calls made once the lock service is shut down. */
+export function shutDownError(): LockError {
+  return new LockError('The lock service has been shut down');
+}
+
 /** @internal The message of anything thrown. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

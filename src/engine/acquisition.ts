@@ -1,4 +1,4 @@
-import { LockNotAcquiredError } from '../lock.errors.js';
+import { LockNotAcquiredError, shutDownError } from '../lock.errors.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
 import type { AcquireAttempt, LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
@@ -12,6 +12,8 @@ export interface AcquisitionHost {
   readonly waiters: Waiters;
   /** Waiters queue in the store (fair mode). */
   readonly fair: boolean;
+  /** Shutdown has begun: the caller must not start to wait. */
+  readonly closing: boolean;
   /** Whether the lock with this token is held here (a late attempt must not give it back). */
   holds(token: string): boolean;
   /** Makes the caller a holder: a lock valid from `validFrom`, checked still valid. */
@@ -53,6 +55,7 @@ export class Acquisition implements Waiter {
     // Behind callers of this process that already wait for the key, a new caller queues up
     // instead of trying first: otherwise a holder that releases and asks again wins every time.
     const heard = this.host.waiters.heard(this.key);
+    const sentAt = monotonicNow();
     const first: AcquireAttempt =
       waitTimeout > 0 && this.host.waiters.has(this.key)
         ? { acquired: false, pttl: -1 }
@@ -62,10 +65,14 @@ export class Acquisition implements Waiter {
       await this.host.store.release(this.key, this.token).catch(() => undefined);
       throw signal.reason;
     }
-    if (first.acquired) return this.host.hold(this, first.fencingToken, this.startedAt);
+    if (first.acquired) return this.host.hold(this, first.fencingToken, sentAt);
     if (waitTimeout === 0) {
       if (!throwIfHeld) return undefined;
       throw this.notAcquired(first.pttl, 0);
+    }
+    if (this.host.closing) {
+      this.leave();
+      throw shutDownError();
     }
     return new Promise<HeldLock>((resolve, reject) => {
       this.settle = { resolve, reject };

@@ -150,6 +150,13 @@ export class KeyQueue {
     const turn = parseHandover(message);
     if (turn === undefined) this.releases++;
     else if (this.turns.push(turn) > RECENT_TURNS) this.turns.shift();
+    const named = turn === undefined ? -1 : this.waiters.findIndex((w) => w.token === turn);
+    if (named > 0) {
+      // The turn of a caller of ours behind the head: it took its place in the store's line
+      // with a first attempt of its own (callers that started together all do). It goes first
+      // here too, or nobody would take the lock reserved for it.
+      this.waiters.unshift(...this.waiters.splice(named, 1));
+    }
     const head = this.waiters[0];
     if (!head) return;
     if (turn !== undefined && turn !== head.token) {

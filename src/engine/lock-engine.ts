@@ -1,10 +1,10 @@
 import { MIN_TTL } from '../lock.constants.js';
 import {
   LockConnectionError,
-  LockError,
   LockLostError,
   LockOptionsError,
   messageOf,
+  shutDownError,
   StaleFencingTokenError,
 } from '../lock.errors.js';
 import { sideKeyOf, toDataKey, toRedisKey } from '../lock.keys.js';
@@ -56,6 +56,11 @@ export class LockEngine implements AcquisitionHost, LockOwner {
     return this.options.fair;
   }
 
+  /** Shutdown has begun: no new holder, no new waiter. */
+  get closing(): boolean {
+    return this.closed;
+  }
+
   /**
    * The lock on `name`, waiting for it as the options say.
    * @throws LockNotAcquiredError when it stays held
@@ -75,6 +80,11 @@ export class LockEngine implements AcquisitionHost, LockOwner {
 
   hold(acquisition: Acquisition, fencingToken: number, validFrom: number): HeldLock {
     const { name, key, token, options } = acquisition;
+    if (this.closed) {
+      // Granted while shutdown ran, after it collected the locks to release: give it back.
+      this.store.release(key, token).catch(() => undefined);
+      throw shutDownError();
+    }
     const { ttl, watchdog, holdFor } = options;
     const grant = { name, key, token, fencingToken, ttl, watchdog, validFrom, holdFor };
     const lock = new HeldLock(this, grant);
@@ -263,9 +273,4 @@ export class LockEngine implements AcquisitionHost, LockOwner {
       this.store.release(lock.key, lock.token).catch(() => undefined);
     }
   }
-}
-
-/** The error of calls made once the engine is shut down. */
-export function shutDownError(): LockError {
-  return new LockError('The lock service has been shut down');
 }

@@ -107,6 +107,21 @@ describe('KeyQueue: one key, the callers of one process', () => {
     expect(a.events).toEqual([expect.stringMatching(/^acquired 9 from /)]);
   });
 
+  it('lets a caller behind the head take a turn announced for it (callers that started together all queued in the store)', async () => {
+    const q = queue();
+    const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+    q.add(a);
+    q.add(b);
+    a.answer(refused());
+    await settle();
+    q.heardRelease(handoverTo('b'));
+    expect(b.attempts).toBe(1);
+    b.answer(granted(4));
+    await settle();
+    expect(b.events).toEqual([expect.stringMatching(/^acquired 4 from /)]);
+    expect(a.events).toEqual([]);
+  });
+
   it('follows a turn heard while an attempt was on its way with another attempt', async () => {
     const q = queue();
     const a = new ScriptedWaiter('a');
