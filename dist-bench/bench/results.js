@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=results.js.map
