@@ -7,7 +7,7 @@ import {
   messageOf,
   StaleFencingTokenError,
 } from '../lock.errors.js';
-import { sideKeyOf, toDataKey, toRedisKey } from '../lock.keys.js';
+import { sideKeyOf, toDataKey, toRedisKey } from '../keys/lock-keys.js';
 import type {
   ResolvedAcquireOptions,
   ResolvedLockOptions,

@@ -1,7 +1,8 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { FENCE_TTL } from '../lock.constants.js';
 import { LockConnectionError, LockReplicationError, messageOf } from '../lock.errors.js';
-import { fenceKeyOf, scriptKeysOf, slotOf } from '../lock.keys.js';
+import { slotOf } from '../keys/cluster-slots.js';
+import { fenceKeyOf, scriptKeysOf } from '../keys/lock-keys.js';
 import type { RedisClusterConfig } from '../options/lock-options.interface.js';
 import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
 import { FENCED_WRITE_SCRIPT } from '../scripts/fenced-write.script.js';
