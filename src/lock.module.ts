@@ -21,7 +21,7 @@ import { addressOf, isRedisClient } from './options/redis-topology.js';
 import { resolveModuleOptions } from './options/resolve-module-options.js';
 import { LockService } from './lock.service.js';
 import type { LockStore } from './store/lock-store.interface.js';
-import { MemoryLockStore } from './store/memory.store.js';
+import { MemoryLockStore } from './store/memory/memory.store.js';
 import { createClusterClient, createRedisClient, RedisLockStore } from './store/redis.store.js';
 import { RedlockLockStore } from './store/redlock.store.js';
 
