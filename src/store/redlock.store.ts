@@ -6,7 +6,7 @@ import type {
   ReleaseOutcome,
   RenewalEntry,
 } from './lock-store.interface.js';
-import type { RedisLockStore } from './redis.store.js';
+import type { RedisLockStore } from './redis/redis.store.js';
 
 /** One independent Redis master of a RedLock, with the name used in error messages. */
 export interface RedlockMaster {

@@ -1,4 +1,4 @@
-import { HANDOVER_PREFIX } from '../store/lock-store.interface.js';
+import { HANDOVER_PREFIX } from '../../lock-store.interface.js';
 import { FENCE_LUA } from './fence.lua.js';
 
 /**

@@ -1,14 +1,14 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { FENCE_TTL } from '../lock.constants.js';
-import { LockConnectionError, LockReplicationError, messageOf } from '../lock.errors.js';
-import { slotOf } from '../keys/cluster-slots.js';
-import { fenceKeyOf, scriptKeysOf } from '../keys/lock-keys.js';
-import type { RedisClusterConfig } from '../options/lock-options.interface.js';
-import { ACQUIRE_SCRIPT } from '../scripts/acquire.script.js';
-import { FENCED_WRITE_SCRIPT } from '../scripts/fenced-write.script.js';
-import { CLAIM_SCRIPT } from '../scripts/claim.script.js';
-import { RELEASE_SCRIPT } from '../scripts/release.script.js';
-import { RENEW_SCRIPT } from '../scripts/renew.script.js';
+import { FENCE_TTL } from '../../lock.constants.js';
+import { LockConnectionError, LockReplicationError, messageOf } from '../../lock.errors.js';
+import { slotOf } from '../../keys/cluster-slots.js';
+import { fenceKeyOf, scriptKeysOf } from '../../keys/lock-keys.js';
+import type { RedisClusterConfig } from '../../options/lock-options.interface.js';
+import { ACQUIRE_SCRIPT } from './scripts/acquire.script.js';
+import { FENCED_WRITE_SCRIPT } from './scripts/fenced-write.script.js';
+import { CLAIM_SCRIPT } from './scripts/claim.script.js';
+import { RELEASE_SCRIPT } from './scripts/release.script.js';
+import { RENEW_SCRIPT } from './scripts/renew.script.js';
 import {
   HANDOVER_LEASE,
   QUEUE_LEASE,
@@ -16,7 +16,7 @@ import {
   type LockStore,
   type ReleaseOutcome,
   type RenewalEntry,
-} from './lock-store.interface.js';
+} from '../lock-store.interface.js';
 
 /** Keys per renewal script call, so that one call never blocks Redis for long. */
 const RENEW_CHUNK = 500;
