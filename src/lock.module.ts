@@ -23,7 +23,7 @@ import { LockService } from './lock.service.js';
 import type { LockStore } from './store/lock-store.interface.js';
 import { MemoryLockStore } from './store/memory/memory.store.js';
 import { createClusterClient, createRedisClient, RedisLockStore } from './store/redis/redis.store.js';
-import { RedlockLockStore } from './store/redlock.store.js';
+import { RedlockLockStore } from './store/redlock/redlock.store.js';
 
 /** The store for the configured topology: memory, one Redis (or Sentinel), Cluster or RedLock. */
 function createStore(options: ResolvedLockOptions): LockStore {
