@@ -4,6 +4,7 @@ import {
   handoverTo,
   QUEUE_LEASE,
   type AcquireAttempt,
+  type FencedWriteOutcome,
   type LockStore,
   type ReleaseOutcome,
   type RenewalEntry,
@@ -137,7 +138,7 @@ export class MemoryLockStore implements LockStore {
     value: string,
     fencingToken: number,
     ttl: number,
-  ): Promise<{ written: true } | { written: false; highestSeen: number }> {
+  ): Promise<FencedWriteOutcome> {
     const highestSeen = this.space.guards.get(guard) ?? 0;
     if (fencingToken < highestSeen) return { written: false, highestSeen };
     this.space.put(this.space.values, resource, {

@@ -13,6 +13,7 @@ import {
   HANDOVER_LEASE,
   QUEUE_LEASE,
   type AcquireAttempt,
+  type FencedWriteOutcome,
   type LockStore,
   type ReleaseOutcome,
   type RenewalEntry,
@@ -119,7 +120,7 @@ export class RedisLockStore implements LockStore {
         HANDOVER_LEASE,
       ]),
     );
-    const [acquired, value] = (await reply.catch((error) => {
+    const attempt = await reply.catch((error) => {
       // An attempt that timed out may still reach Redis later and take the lock or a place in
       // its queue; once it has, give back whatever it took (release also leaves the queue).
       void reply.late.then(
@@ -127,16 +128,15 @@ export class RedisLockStore implements LockStore {
         () => undefined,
       );
       throw error;
-    })) as [number | string, number | string];
-    // Number(): a client configured with ioredis's `stringNumbers` answers integers as strings.
-    if (Number(acquired) !== 1) return { acquired: false, pttl: Number(value) };
+    });
+    if (!attempt.acquired) return attempt;
     try {
       await this.replicated(key, 'acquire', connection);
     } catch (error) {
       if (!inUse()) await this.release(key, token).catch(() => undefined);
       throw error;
     }
-    return { acquired: true, fencingToken: Number(value) };
+    return attempt;
   }
 
   /**
@@ -208,13 +208,10 @@ export class RedisLockStore implements LockStore {
     value: string,
     fencingToken: number,
     ttl: number,
-  ): Promise<{ written: true } | { written: false; highestSeen: number }> {
-    const [written, highest] = (await this.command(resource, 'writeFenced', () =>
+  ): Promise<FencedWriteOutcome> {
+    return this.command(resource, 'writeFenced', () =>
       FENCED_WRITE_SCRIPT.run(this.client, [resource, guard], [fencingToken, value, ttl]),
-    )) as [number | string, string];
-    return Number(written) === 1
-      ? { written: true }
-      : { written: false, highestSeen: Number(highest) };
+    );
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -302,7 +299,7 @@ export class RedisLockStore implements LockStore {
     successor: string,
   ): Promise<ReleaseOutcome> {
     const { publish } = this.cluster ? await this.pubSub(key) : PUBSUB.plain;
-    const [released, fencingToken] = (await this.command(key, 'release', () =>
+    return this.command(key, 'release', () =>
       RELEASE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), [
         token,
         key,
@@ -312,21 +309,17 @@ export class RedisLockStore implements LockStore {
         HANDOVER_LEASE,
         successor,
       ]),
-    )) as [number | string, number | string];
-    return Number(fencingToken) > 0
-      ? { released: true, successorFencingToken: Number(fencingToken) }
-      : { released: Number(released) === 1 };
+    );
   }
 
-  private async renewChunk(chunk: readonly RenewalEntry[]): Promise<boolean[]> {
-    const replies = (await this.command(chunk[0].key, 'renew', () =>
+  private renewChunk(chunk: readonly RenewalEntry[]): Promise<boolean[]> {
+    return this.command(chunk[0].key, 'renew', () =>
       RENEW_SCRIPT.run(
         this.client,
         chunk.map((entry) => entry.key),
         chunk.flatMap((entry) => [entry.token, entry.ttl]),
       ),
-    )) as unknown[];
-    return replies.map((renewed) => Number(renewed) === 1);
+    );
   }
 
   /**

@@ -68,3 +68,6 @@ local function grant_head(publish, channel, handover_lease, fence_ttl, successor
   return true
 end
 `;
+
+/** The command the scripts publish release messages with: sharded on a Cluster that has it. */
+export type PublishCommand = 'PUBLISH' | 'SPUBLISH';
