@@ -4,7 +4,8 @@ import type { RedisServerConfig, ResolvedLockOptions } from '../options/lock-opt
 import { addressOf, isRedisClient } from '../options/redis-topology.js';
 import type { LockStore } from './lock-store.interface.js';
 import { MemoryLockStore } from './memory/memory.store.js';
-import { createClusterClient, createRedisClient, RedisLockStore } from './redis/redis.store.js';
+import { createClusterClient, createRedisClient } from './redis/redis-clients.js';
+import { RedisLockStore } from './redis/redis.store.js';
 import { RedlockLockStore } from './redlock/redlock.store.js';
 
 /**

@@ -1,9 +1,7 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { FENCE_TTL } from '../../lock.constants.js';
-import { LockConnectionError, LockReplicationError, messageOf } from '../../lock.errors.js';
 import { slotOf } from '../../keys/cluster-slots.js';
 import { fenceKeyOf, scriptKeysOf } from '../../keys/lock-keys.js';
-import type { RedisClusterConfig } from '../../options/lock-options.interface.js';
 import { ACQUIRE_SCRIPT } from './scripts/acquire.script.js';
 import { FENCED_WRITE_SCRIPT } from './scripts/fenced-write.script.js';
 import { CLAIM_SCRIPT } from './scripts/claim.script.js';
@@ -18,12 +16,15 @@ import {
   type ReleaseOutcome,
   type RenewalEntry,
 } from '../lock-store.interface.js';
+import { closeConnection } from './redis-clients.js';
+import { PUBSUB, ReleaseChannels } from './release-channels.js';
+import { ReplicaWait } from './replica-wait.js';
+import { timedCommand, type TimedCommand } from './timed-command.js';
 
 /** Keys per renewal script call, so that one call never blocks Redis for long. */
 const RENEW_CHUNK = 500;
-/** How long `close()` waits for a polite QUIT before dropping a connection. */
-const QUIT_TIMEOUT = 1_000;
 
+/** How the module sets up a {@link RedisLockStore}. */
 export interface RedisLockStoreOptions {
   client: Redis | Cluster;
   /** Whether `close()` should close `client` (true when the module created it). */
@@ -40,57 +41,29 @@ export interface RedisLockStoreOptions {
   onError: (message: string, error: unknown) => void;
 }
 
-/** The ways to publish and subscribe: plain pub/sub, or sharded pub/sub on a Cluster. */
-const PUBSUB = {
-  plain: {
-    publish: 'PUBLISH',
-    subscribe: 'subscribe',
-    unsubscribe: 'unsubscribe',
-    event: 'message',
-  },
-  sharded: {
-    publish: 'SPUBLISH',
-    subscribe: 'ssubscribe',
-    unsubscribe: 'sunsubscribe',
-    event: 'smessage',
-  },
-} as const;
-type PubSub = (typeof PUBSUB)[keyof typeof PUBSUB];
-
 /**
  * The lock store on one Redis server, a Sentinel-managed master or a Redis Cluster (or a client
- * the user configured), with release notifications over pub/sub: one subscriber connection per
- * store, and one channel per key that has waiters in this process, named after the key. On a
- * Cluster whose servers have it (Redis 7), the channels are sharded: a release is published
- * only to the shard that owns the lock's slot instead of to every node.
+ * the user configured), with release notifications over pub/sub (see {@link ReleaseChannels}).
  */
 export class RedisLockStore implements LockStore {
   private readonly client: Redis | Cluster;
   private readonly cluster: boolean;
-  private subscriber?: Redis | Cluster;
-  private readonly listeners = new Map<string, Set<(message: string) => void>>();
-  private readonly subscribing = new Map<string, Promise<unknown>>();
-  /** Settled on the first command that needs it: which pub/sub the store uses. */
-  private pubsub?: Promise<PubSub>;
-  private closed = false;
-  /**
-   * With `waitForReplicas`: how many times the connection has closed. A WAIT only vouches for
-   * writes made on its own connection; one sent after a reconnect (to a new master, say) would
-   * vouch for nothing.
-   */
-  private connection = 0;
-  private readonly countClose = () => void this.connection++;
-  /** The WAIT on its way, and the one queued behind it for the writes made meanwhile. */
-  private waitSent?: Promise<number>;
-  private waitNext?: Promise<number>;
+  private readonly command: TimedCommand;
+  private readonly channels: ReleaseChannels;
+  /** With `waitForReplicas`: the WAITs after each acquisition and renewal. */
+  private readonly replicas?: ReplicaWait;
 
   constructor(private readonly options: RedisLockStoreOptions) {
     this.client = options.client;
     this.cluster = this.client instanceof Cluster;
+    this.command = timedCommand(options.commandTimeout);
+    this.channels = new ReleaseChannels(this.client, this.command, options.onError);
     if (options.ownsClient) {
       this.client.on('error', (error) => options.onError('Redis connection error', error));
     }
-    if (options.waitForReplicas) this.client.on('close', this.countClose);
+    if (options.waitForReplicas) {
+      this.replicas = new ReplicaWait(this.client, options.waitForReplicas, this.command);
+    }
   }
 
   /** Whether the connection is up or still being set up (false while it waits to reconnect). */
@@ -106,8 +79,8 @@ export class RedisLockStore implements LockStore {
     inUse: () => boolean,
   ): Promise<AcquireAttempt> {
     // Not awaited off a Cluster: an await per command is measurable on the hot path.
-    const { publish } = this.cluster ? await this.pubSub(key) : PUBSUB.plain;
-    const connection = this.connection;
+    const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
+    const connection = this.replicas?.connection ?? 0;
     const reply = this.command(key, 'acquire', () =>
       ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), [
         token,
@@ -131,7 +104,7 @@ export class RedisLockStore implements LockStore {
     });
     if (!attempt.acquired) return attempt;
     try {
-      await this.replicated(key, 'acquire', connection);
+      await this.replicas?.replicated(key, 'acquire', connection);
     } catch (error) {
       if (!inUse()) await this.release(key, token).catch(() => undefined);
       throw error;
@@ -165,7 +138,7 @@ export class RedisLockStore implements LockStore {
     // A script's keys must share one hash slot on a Cluster, so renewals are batched per slot
     // there (ioredis still pipelines the calls to each node); elsewhere, in chunks.
     const batches = this.cluster ? [...groupBySlot(entries).values()] : [entries];
-    const connection = this.connection;
+    const connection = this.replicas?.connection ?? 0;
     const calls: Promise<boolean[]>[] = [];
     for (const batch of batches) {
       for (let i = 0; i < batch.length; i += RENEW_CHUNK) {
@@ -173,7 +146,7 @@ export class RedisLockStore implements LockStore {
       }
     }
     const replies = (await Promise.all(calls)).flat();
-    if (entries.length > 0) await this.replicated(entries[0].key, 'renew', connection);
+    if (entries.length > 0) await this.replicas?.replicated(entries[0].key, 'renew', connection);
     if (!this.cluster) return replies;
     // The replies come in slot order: put them back in the order of the entries.
     const renewed = new Map(batches.flat().map((entry, i) => [entry, replies[i]]));
@@ -218,78 +191,16 @@ export class RedisLockStore implements LockStore {
     return Number(await this.command(key, 'isLocked', () => this.client.exists(key))) === 1;
   }
 
-  async subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
-    if (this.closed) throw new LockConnectionError(key, 'the lock store is closed');
-    const pubsub = await this.pubSub(key);
-    let listeners = this.listeners.get(key);
-    if (!listeners) {
-      listeners = new Set();
-      this.listeners.set(key, listeners);
-      const subscriber = this.subscriberConnection(pubsub);
-      const ready = subscriber[pubsub.subscribe](key).finally(() => this.subscribing.delete(key));
-      this.subscribing.set(key, ready);
-    }
-    listeners.add(onRelease);
-    const unsubscribe = () => {
-      if (!listeners.delete(onRelease) || listeners.size > 0) return;
-      this.listeners.delete(key);
-      if (!this.closed) this.subscriber?.[pubsub.unsubscribe](key).catch(() => undefined);
-    };
-    try {
-      await this.command(key, 'subscribe', () => this.subscribing.get(key) ?? Promise.resolve());
-    } catch (error) {
-      unsubscribe();
-      throw error;
-    }
-    return unsubscribe;
+  subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
+    return this.channels.subscribe(key, onRelease);
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    this.client.off('close', this.countClose);
-    this.listeners.clear();
-    const connections = [this.subscriber, this.options.ownsClient ? this.client : undefined];
-    await Promise.all(connections.map((connection) => connection && closeConnection(connection)));
-  }
-
-  private subscriberConnection(pubsub: PubSub): Redis | Cluster {
-    if (!this.subscriber) {
-      // Queue SUBSCRIBE until the new connection is ready, whatever the user's client says. A
-      // Cluster subscribes to sharded channels through one connection per master.
-      // It connects at once (it is made when a caller starts to wait, after the boot): a lazy
-      // subscriber would send SUBSCRIBE before its ready check, which subscriber mode refuses.
-      const subscriber =
-        this.client instanceof Cluster
-          ? this.client.duplicate([], {
-              shardedSubscribers: pubsub === PUBSUB.sharded,
-              lazyConnect: false,
-            })
-          : this.client.duplicate({ enableOfflineQueue: true, lazyConnect: false });
-      subscriber.on('error', (error) => this.options.onError('Redis subscriber error', error));
-      subscriber.on(pubsub.event, (channel: string, message: string) => {
-        for (const listener of this.listeners.get(channel) ?? []) listener(message);
-      });
-      this.subscriber = subscriber;
-    }
-    return this.subscriber;
-  }
-
-  /**
-   * Sharded pub/sub on a Cluster whose servers know SPUBLISH (Redis 7 and later) and whose
-   * ioredis can subscribe to each shard (5.6 and later: it has the `shardedSubscribers`
-   * option), plain pub/sub everywhere else. Asked once, on the first command that publishes
-   * or subscribes.
-   */
-  private pubSub(key: string): Promise<PubSub> {
-    if (!this.cluster || !('shardedSubscribers' in this.client.options)) {
-      return Promise.resolve(PUBSUB.plain);
-    }
-    this.pubsub ??= this.command(key, 'COMMAND INFO', () =>
-      this.client.call('COMMAND', 'INFO', 'SPUBLISH'),
-    ).then((info) => (Array.isArray(info) && info[0] ? PUBSUB.sharded : PUBSUB.plain));
-    // Not kept when it failed, so that the next command asks again.
-    this.pubsub.catch(() => (this.pubsub = undefined));
-    return this.pubsub;
+    this.replicas?.close();
+    await Promise.all([
+      this.channels.close(),
+      this.options.ownsClient ? closeConnection(this.client) : undefined,
+    ]);
   }
 
   private async releaseScript(
@@ -298,7 +209,7 @@ export class RedisLockStore implements LockStore {
     announce: boolean,
     successor: string,
   ): Promise<ReleaseOutcome> {
-    const { publish } = this.cluster ? await this.pubSub(key) : PUBSUB.plain;
+    const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
     return this.command(key, 'release', () =>
       RELEASE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), [
         token,
@@ -321,131 +232,6 @@ export class RedisLockStore implements LockStore {
       ),
     );
   }
-
-  /**
-   * With `waitForReplicas`, waits until enough replicas acknowledged the writes made on the
-   * connection so far, ours included, which were sent while the connection was `connection`.
-   * @throws LockReplicationError when too few did within the timeout, or the connection was
-   *   replaced meanwhile
-   */
-  private async replicated(key: string, operation: string, connection: number): Promise<void> {
-    const wanted = this.options.waitForReplicas;
-    if (!wanted) return;
-    const acknowledged = await this.command(key, `${operation} WAIT`, () => this.sharedWait());
-    const counted = this.connection === connection ? acknowledged : 0;
-    if (counted < wanted.replicas) {
-      throw new LockReplicationError(key, operation, counted, wanted.replicas, wanted.timeout);
-    }
-  }
-
-  /**
-   * A WAIT that covers every write made on the connection before this call. WAIT blocks the
-   * connection while it waits, so concurrent callers share: one WAIT on its way covers the
-   * writes sent before it, and those made meanwhile share the next one, sent when it returns.
-   */
-  private sharedWait(): Promise<number> {
-    if (!this.waitSent) return this.sendWait();
-    this.waitNext ??= this.waitSent
-      .catch(() => undefined)
-      .then(() => {
-        this.waitNext = undefined;
-        return this.sendWait();
-      });
-    return this.waitNext;
-  }
-
-  private sendWait(): Promise<number> {
-    const { replicas, timeout } = this.options.waitForReplicas as {
-      replicas: number;
-      timeout: number;
-    };
-    const sent = (this.client as Redis).wait(replicas, timeout).then(Number);
-    this.waitSent = sent;
-    const done = () => {
-      if (this.waitSent === sent) this.waitSent = undefined;
-    };
-    sent.then(done, done);
-    return sent;
-  }
-
-  /**
-   * Runs one Redis call with the store's time limit, turning failures into
-   * `LockConnectionError`. The returned promise carries the raw call as `late`, for callers that
-   * must clean up after a reply that arrives past the limit.
-   */
-  private command<T>(
-    key: string,
-    operation: string,
-    call: () => Promise<T>,
-  ): Promise<T> & { late: Promise<T> } {
-    const late = call();
-    let timer: NodeJS.Timeout | undefined;
-    const limited = new Promise<T>((resolve, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new LockConnectionError(
-              key,
-              `${operation} got no answer from Redis within ${this.options.commandTimeout} ms`,
-            ),
-          ),
-        this.options.commandTimeout,
-      );
-      late.then(resolve, (error: unknown) =>
-        reject(
-          new LockConnectionError(key, `${operation} failed: ${messageOf(error)}`, {
-            cause: error,
-          }),
-        ),
-      );
-    }).finally(() => clearTimeout(timer));
-    return Object.assign(limited, { late });
-  }
-}
-
-async function closeConnection(connection: Redis | Cluster): Promise<void> {
-  if (connection.status === 'end') return;
-  if (connection.status !== 'ready') {
-    // Not connected (Redis down, still connecting): nothing to say goodbye to.
-    connection.disconnect();
-    return;
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, QUIT_TIMEOUT);
-  });
-  await Promise.race([connection.quit().catch(() => undefined), timeout]);
-  clearTimeout(timer);
-  connection.disconnect();
-}
-
-/**
- * ioredis keeps a closed connection's timer for `disconnectTimeout` (2 s by default) when Redis
- * was unreachable, which holds up the exit of an app that shuts down.
- */
-const CLIENT_DEFAULTS: RedisOptions = { disconnectTimeout: 200 };
-
-/**
- * The module's clients connect on their first command, not when they are created: a boot that
- * fails after the store was created (in any module's provider or hook) calls no shutdown hook,
- * and a connection opened then would stay open and keep the process alive.
- */
-const LAZY = { lazyConnect: true } as const;
-
-/** Creates the client the module owns from a URL or ioredis options. */
-export function createRedisClient(config: string | RedisOptions): Redis {
-  return typeof config === 'string'
-    ? new Redis(config, { ...CLIENT_DEFAULTS, ...LAZY })
-    : new Redis({ ...CLIENT_DEFAULTS, ...config, ...LAZY });
-}
-
-/** Creates the Cluster client the module owns from its startup nodes and options. */
-export function createClusterClient({ cluster, clusterOptions = {} }: RedisClusterConfig): Cluster {
-  return new Cluster(cluster, {
-    ...clusterOptions,
-    ...LAZY,
-    redisOptions: { ...CLIENT_DEFAULTS, ...clusterOptions.redisOptions },
-  });
 }
 
 function groupBySlot(entries: readonly RenewalEntry[]): Map<number, RenewalEntry[]> {
