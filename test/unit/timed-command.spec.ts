@@ -10,18 +10,17 @@ describe('a Redis command with a time limit', () => {
 
   it('turns a failure into a LockConnectionError that names the key and the operation', async () => {
     const cause = new Error('READONLY You can not write against a read only replica');
-    const error = await command('k', 'release', () => Promise.reject(cause)).catch((e) => e);
-    expect(error).toBeInstanceOf(LockConnectionError);
-    expect(error).toMatchObject({ key: 'k', cause });
-    expect(error.message).toContain(`release failed: ${cause.message}`);
+    const reply = command('k', 'release', () => Promise.reject(cause));
+    await expect(reply).rejects.toBeInstanceOf(LockConnectionError);
+    await expect(reply).rejects.toMatchObject({ key: 'k', cause });
+    await expect(reply).rejects.toThrow(`release failed: ${cause.message}`);
   });
 
   it('gives up at its limit, and still hands over the late answer', async () => {
     let answer!: (reply: string) => void;
     const reply = command('k', 'acquire', () => new Promise<string>((r) => (answer = r)));
-    const error = await reply.catch((e) => e);
-    expect(error).toBeInstanceOf(LockConnectionError);
-    expect(error.message).toContain('acquire got no answer from Redis within 20 ms');
+    await expect(reply).rejects.toBeInstanceOf(LockConnectionError);
+    await expect(reply).rejects.toThrow('acquire got no answer from Redis within 20 ms');
     answer('late');
     await expect(reply.late).resolves.toBe('late');
   });

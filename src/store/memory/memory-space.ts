@@ -6,6 +6,12 @@ interface Expiring<T> {
   expiresAt: number;
 }
 
+/** A queued waiter's place: when its lease ends (monotonic ms) and the TTL it asked for. */
+export interface QueuePlace {
+  leaseEnd: number;
+  ttl: number;
+}
+
 /** A map is swept once it has doubled since its last sweep, and never below this size. */
 const SWEEP_MIN = 1_024;
 
@@ -21,7 +27,7 @@ export class MemorySpace {
    */
   fence = 0;
   /** Per key, the queued waiters in arrival order: token to lease end and requested TTL. */
-  readonly queues = new Map<string, Map<string, { leaseEnd: number; ttl: number }>>();
+  readonly queues = new Map<string, Map<string, QueuePlace>>();
   readonly listeners = new Map<string, Set<(message: string) => void>>();
   /** Values written through the fencing guard, and the highest token each guard has seen. */
   readonly values = new Map<string, Expiring<string>>();

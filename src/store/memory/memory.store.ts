@@ -9,7 +9,7 @@ import {
   type ReleaseOutcome,
   type RenewalEntry,
 } from '../lock-store.interface.js';
-import { processSpace, type MemorySpace } from './memory-space.js';
+import { processSpace, type MemorySpace, type QueuePlace } from './memory-space.js';
 
 /**
  * The lock store for a single process, without Redis: for single-instance apps and for unit
@@ -48,7 +48,7 @@ export class MemoryLockStore implements LockStore {
     const now = monotonicNow();
     if (queue) {
       let waiting = this.space.queues.get(key);
-      if (!waiting) this.space.queues.set(key, (waiting = new Map()));
+      if (!waiting) this.space.queues.set(key, (waiting = new Map<string, QueuePlace>()));
       const place = waiting.get(token);
       if (place) place.leaseEnd = now + QUEUE_LEASE;
       else waiting.set(token, { leaseEnd: now + QUEUE_LEASE, ttl });
