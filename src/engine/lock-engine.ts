@@ -7,7 +7,7 @@ import {
   shutDownError,
   StaleFencingTokenError,
 } from '../lock.errors.js';
-import { sideKeyOf, toDataKey, toRedisKey } from '../lock.keys.js';
+import { sideKeyOf, toDataKey, toRedisKey } from '../keys/lock-keys.js';
 import type {
   ResolvedAcquireOptions,
   ResolvedLockOptions,

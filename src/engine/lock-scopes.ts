@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { LockNotAcquiredError } from '../lock.errors.js';
-import { toRedisKey } from '../lock.keys.js';
+import { toRedisKey } from '../keys/lock-keys.js';
 import type { Lock } from '../lock.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
 import { monotonicNow } from './clock.js';

@@ -12,6 +12,9 @@ export interface RenewalEntry {
   fencingToken: number;
 }
 
+/** Outcome of a guarded write: refused ones report the highest fencing token seen. */
+export type FencedWriteOutcome = { written: true } | { written: false; highestSeen: number };
+
 /**
  * Where the atomic work on locks happens. Keys are full keys (prefix included).
  * A store knows nothing of Nest; failures to reach the backend reject with `LockConnectionError`.
@@ -57,7 +60,7 @@ export interface LockStore {
     value: string,
     fencingToken: number,
     ttl: number,
-  ): Promise<{ written: true } | { written: false; highestSeen: number }>;
+  ): Promise<FencedWriteOutcome>;
   /**
    * Calls `onRelease` whenever the lock on `key` is released, until the returned function is
    * called, with a plain release message (`''`, or an id of the release), or with a

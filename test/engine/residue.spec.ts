@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { LockConnectionError } from '../../src/index.js';
-import { processSpace } from '../../src/store/memory.store.js';
+import { processSpace } from '../../src/store/memory/memory-space.js';
 import { bootLockApp, rawClient, sleep, type LockApp } from '../support/lock-app.js';
 import { RedisServer } from '../support/redis-server.js';
 

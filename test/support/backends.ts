@@ -1,5 +1,5 @@
 import type { LockModuleOptions } from '../../src/index.js';
-import { processSpace } from '../../src/store/memory.store.js';
+import { processSpace } from '../../src/store/memory/memory-space.js';
 import { rawClient, sharedRedisUrl } from './lock-app.js';
 
 /**

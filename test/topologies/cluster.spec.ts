@@ -9,7 +9,8 @@ import {
   WithLock,
   type Lock,
 } from '../../src/index.js';
-import { fenceKeyOf, slotOf } from '../../src/lock.keys.js';
+import { slotOf } from '../../src/keys/cluster-slots.js';
+import { fenceKeyOf } from '../../src/keys/lock-keys.js';
 import { RedisClusterHarness } from '../support/redis-cluster.js';
 import { bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
 

@@ -1,14 +1,12 @@
 import { LockKeyResolutionError } from '../../src/index.js';
+import { CLUSTER_SLOTS, slotOf, slotTag } from '../../src/keys/cluster-slots.js';
 import {
-  CLUSTER_SLOTS,
   fenceKeyOf,
   scriptKeysOf,
   sideKeyOf,
-  slotOf,
-  slotTag,
   toDataKey,
   toRedisKey,
-} from '../../src/lock.keys.js';
+} from '../../src/keys/lock-keys.js';
 
 describe('the key grammar', () => {
   it('hashes keys as Redis Cluster does', () => {

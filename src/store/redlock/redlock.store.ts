@@ -1,32 +1,16 @@
-import { LockError, LockConnectionError, LockQuorumError, messageOf } from '../lock.errors.js';
-import { driftOf, monotonicNow } from '../engine/clock.js';
+import { LockError, LockQuorumError } from '../../lock.errors.js';
+import { driftOf, monotonicNow } from '../../engine/clock.js';
 import type {
   AcquireAttempt,
   LockStore,
   ReleaseOutcome,
   RenewalEntry,
-} from './lock-store.interface.js';
-import type { RedisLockStore } from './redis.store.js';
-
-/** One independent Redis master of a RedLock, with the name used in error messages. */
-export interface RedlockMaster {
-  /** `host:port`, never with a password. */
-  readonly name: string;
-  /** Its own store, whose command timeout is the per-master timeout. */
-  readonly store: RedisLockStore;
-}
+} from '../lock-store.interface.js';
+import type { RedisLockStore } from '../redis/redis.store.js';
+import { askMasters, count, type RedlockMaster, type Tally } from './ask-masters.js';
 
 /** How many release messages a subscription remembers, to pass each release on once. */
 const RECENT_RELEASES = 16;
-
-/** What the masters said to one operation, once it was decided. */
-interface Tally<T> {
-  answers: { master: RedlockMaster; value: T }[];
-  failures: { master: string; error: string }[];
-}
-
-/** The tally when the operation was decided, and a promise of it once every master answered. */
-type Decision<T> = Tally<T> & { complete: Promise<Tally<T>> };
 
 /**
  * RedLock: the same lock, with the same token, on N independent Redis masters. A lock is held
@@ -67,7 +51,7 @@ export class RedlockLockStore implements LockStore {
 
   async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
     const validUntil = monotonicNow() + ttl - driftOf(ttl, this.driftFactor);
-    const votes = await this.ask(
+    const votes = await askMasters(
       this.masters,
       // A late grant from a master that timed out is not given back by that master's store:
       // its release could overtake this caller's next attempt with the same token. The
@@ -84,7 +68,7 @@ export class RedlockLockStore implements LockStore {
       );
       // On every master: any majority of them overlaps every later one, and a raised
       // counter is harmless where the lock was not granted.
-      const raised = await this.ask(
+      const raised = await askMasters(
         this.masters,
         (store) => store.raiseFence(key, fencingToken),
         (answers, failed) => answers.length >= this.quorum || failed > this.tolerated,
@@ -125,7 +109,7 @@ export class RedlockLockStore implements LockStore {
   async renew(entries: readonly RenewalEntry[]): Promise<(boolean | undefined)[]> {
     if (entries.length === 0) return [];
     for (const { token } of entries) this.renewing.set(token, (this.renewing.get(token) ?? 0) + 1);
-    const tally = await this.ask(
+    const tally = await askMasters(
       this.masters,
       (store) => store.renew(entries),
       (answers, failed) =>
@@ -176,7 +160,7 @@ export class RedlockLockStore implements LockStore {
     };
     // A release reaches a majority of masters, which shares one with any majority of
     // subscriptions: so a majority of subscriptions is enough not to miss it.
-    const tally = await this.ask(
+    const tally = await askMasters(
       this.masters,
       async (store) => {
         const stop = await store.subscribe(key, once);
@@ -241,7 +225,7 @@ export class RedlockLockStore implements LockStore {
     operation: string,
     call: (store: RedisLockStore) => Promise<boolean>,
   ): Promise<boolean> {
-    const tally = await this.ask(
+    const tally = await askMasters(
       this.masters,
       call,
       (answers, failed) =>
@@ -263,58 +247,7 @@ export class RedlockLockStore implements LockStore {
     return undefined;
   }
 
-  /**
-   * Sends `call` to each of `masters` at once and resolves as soon as `decided` says the
-   * answers so far settle the question, or when all have answered or failed. A master whose
-   * connection is down fails at once instead of waiting for its timeout.
-   */
-  private ask<T>(
-    masters: readonly RedlockMaster[],
-    call: (store: RedisLockStore) => Promise<T>,
-    decided: (answers: T[], failed: number) => boolean,
-  ): Promise<Decision<T>> {
-    let completed!: (tally: Tally<T>) => void;
-    const complete = new Promise<Tally<T>>((resolve) => (completed = resolve));
-    return new Promise((resolve) => {
-      const tally: Tally<T> = { answers: [], failures: [] };
-      let pending = masters.length;
-      const settle = () => {
-        pending--;
-        const values = tally.answers.map(({ value }) => value);
-        if (pending === 0 || decided(values, tally.failures.length)) {
-          // Copies: answers that come later must not change what the caller reads.
-          resolve({ answers: [...tally.answers], failures: [...tally.failures], complete });
-        }
-        if (pending === 0) completed(tally);
-      };
-      for (const master of masters) {
-        const reply = master.store.reachable
-          ? call(master.store)
-          : Promise.reject(new Error('not connected'));
-        reply.then(
-          (value) => {
-            tally.answers.push({ master, value });
-            settle();
-          },
-          (error: unknown) => {
-            tally.failures.push({
-              master: master.name,
-              error: error instanceof LockConnectionError ? error.reason : messageOf(error),
-            });
-            settle();
-          },
-        );
-      }
-    });
-  }
-
   private quorumError(key: string, operation: string, tally: Tally<unknown>): LockQuorumError {
     return new LockQuorumError(key, operation, tally.failures, this.quorum, this.masters.length);
   }
-}
-
-function count<T>(values: readonly T[], test: (value: T) => boolean): number {
-  let n = 0;
-  for (const value of values) if (test(value)) n++;
-  return n;
 }

@@ -1,5 +1,9 @@
 import { FENCE_LUA } from './fence.lua.js';
 import { LuaScript } from './lua-script.js';
+import { flagOf } from './script-reply.js';
+
+/** The arguments of {@link CLAIM_SCRIPT} (ARGV), durations in ms. */
+export type ClaimArgs = [fencingToken: number, fenceTtl: number, token: string, ttl: number];
 
 /**
  * RedLock's writes on single masters beyond the acquisition attempt:
@@ -14,7 +18,8 @@ import { LuaScript } from './lua-script.js';
  * claim, the lock's token and ttl (ms); an empty token only raises the floor. Returns 1, or 0
  * when the claimed lock was not free.
  */
-export const CLAIM_SCRIPT = new LuaScript(`${FENCE_LUA}
+export const CLAIM_SCRIPT = new LuaScript<[lock: string, fence: string], ClaimArgs, boolean>(
+  `${FENCE_LUA}
 if ARGV[3] ~= '' and not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[4]) then
   return 0
 end
@@ -23,4 +28,6 @@ if tonumber(ARGV[1]) > last then
   set_fence(tonumber(ARGV[1]), tonumber(ARGV[2]))
 end
 return 1
-`);
+`,
+  flagOf,
+);

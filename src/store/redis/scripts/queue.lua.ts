@@ -1,4 +1,4 @@
-import { HANDOVER_PREFIX } from '../store/lock-store.interface.js';
+import { HANDOVER_PREFIX } from '../../lock-store.interface.js';
 import { FENCE_LUA } from './fence.lua.js';
 
 /**
@@ -68,3 +68,6 @@ local function grant_head(publish, channel, handover_lease, fence_ttl, successor
   return true
 end
 `;
+
+/** The command the scripts publish release messages with: sharded on a Cluster that has it. */
+export type PublishCommand = 'PUBLISH' | 'SPUBLISH';

@@ -16,20 +16,35 @@ const cachedOn = new WeakMap<object, Set<string>>();
  * after an attempt could then run before it. On a Cluster (one cache per node), and after a
  * SCRIPT FLUSH, NOSCRIPT falls back to EVAL.
  */
-export class LuaScript {
+export class LuaScript<
+  Keys extends readonly string[],
+  Args extends readonly (string | number)[],
+  Reply,
+> {
   readonly sha: string;
 
-  constructor(readonly source: string) {
+  /**
+   * @param decode turns the script's raw reply into its typed answer, or throws when Redis
+   *   answered something the script never returns
+   */
+  constructor(
+    readonly source: string,
+    readonly decode: (reply: unknown) => Reply,
+  ) {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  async run(client: Redis | Cluster, keys: string[], args: (string | number)[]): Promise<unknown> {
-    if (typeof (client as Partial<Cluster>).nodes !== 'function') {
+  /** Runs the script on `client` and decodes its reply. */
+  async run(client: Redis | Cluster, keys: Keys, args: Args): Promise<Reply> {
+    return this.decode(await this.send(client, keys, args));
+  }
+
+  private async send(client: Redis | Cluster, keys: Keys, args: Args): Promise<unknown> {
+    if (!('nodes' in client)) {
       // Only a connection that is up is the one the command goes out on. While ioredis
       // connects or reconnects, `stream` is missing or still the old socket, and the command
       // waits for a new one: then the whole script goes.
-      const redis = client as Redis;
-      const connection: object | undefined = redis.status === 'ready' ? redis.stream : undefined;
+      const connection: object | undefined = client.status === 'ready' ? client.stream : undefined;
       let cached = connection && cachedOn.get(connection);
       if (!cached?.has(this.sha)) {
         const reply = await client.eval(this.source, keys.length, ...keys, ...args);

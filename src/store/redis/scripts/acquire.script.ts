@@ -1,5 +1,20 @@
+import type { ScriptKeys } from '../../../keys/lock-keys.js';
+import type { AcquireAttempt } from '../../lock-store.interface.js';
 import { LuaScript } from './lua-script.js';
-import { QUEUE_LUA } from './queue.lua.js';
+import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
+import { integerOf, pairOf } from './script-reply.js';
+
+/** The arguments of {@link ACQUIRE_SCRIPT} (ARGV), durations in ms. */
+export type AcquireArgs = [
+  token: string,
+  ttl: number,
+  fenceTtl: number,
+  channel: string,
+  queue: 0 | 1,
+  queueLease: number,
+  publish: PublishCommand,
+  handoverLease: number,
+];
 
 /**
  * One acquisition attempt: takes the lock if it is free and nobody queues before the caller,
@@ -20,7 +35,8 @@ import { QUEUE_LUA } from './queue.lua.js';
  * keep growing only while the two clocks differ by less than the failover takes. Because of the
  * clock floor the counter may expire.
  */
-export const ACQUIRE_SCRIPT = new LuaScript(`${QUEUE_LUA}
+export const ACQUIRE_SCRIPT = new LuaScript<ScriptKeys, AcquireArgs, AcquireAttempt>(
+  `${QUEUE_LUA}
 local token, ttl, fence_ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local holder
 if redis.call('EXISTS', KEYS[3]) == 0 then
@@ -55,4 +71,11 @@ if ARGV[5] == '1' then
   redis.call('PEXPIRE', KEYS[4], 2 * tonumber(ARGV[6]))
 end
 return {0, redis.call('PTTL', KEYS[1])}
-`);
+`,
+  (reply) => {
+    const [acquired, value] = pairOf(reply).map(integerOf);
+    return acquired === 1
+      ? { acquired: true, fencingToken: value }
+      : { acquired: false, pttl: value };
+  },
+);

@@ -1,5 +1,19 @@
+import type { ScriptKeys } from '../../../keys/lock-keys.js';
+import type { ReleaseOutcome } from '../../lock-store.interface.js';
 import { LuaScript } from './lua-script.js';
-import { QUEUE_LUA } from './queue.lua.js';
+import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
+import { integerOf, pairOf } from './script-reply.js';
+
+/** The arguments of {@link RELEASE_SCRIPT} (ARGV), durations in ms. */
+export type ReleaseArgs = [
+  token: string,
+  channel: string,
+  fenceTtl: number,
+  announce: 0 | 1,
+  publish: PublishCommand,
+  handoverLease: number,
+  successor: string,
+];
 
 /**
  * Compare-and-delete. A deleted lock goes straight to the head of the queue if anyone waits
@@ -15,7 +29,8 @@ import { QUEUE_LUA } from './queue.lua.js';
  * Returns `{1, fencingToken}` when the lock was the caller's and went to the successor,
  * `{1, 0}` when it was the caller's, `{0, 0}` when it was not.
  */
-export const RELEASE_SCRIPT = new LuaScript(`${QUEUE_LUA}
+export const RELEASE_SCRIPT = new LuaScript<ScriptKeys, ReleaseArgs, ReleaseOutcome>(
+  `${QUEUE_LUA}
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   leave_queue(ARGV[1])
   return {0, 0}
@@ -27,4 +42,11 @@ if not granted and ARGV[4] == '1' then
   redis.call(ARGV[5], ARGV[2], redis.sha1hex(ARGV[1]))
 end
 return {1, type(granted) == 'number' and granted or 0}
-`);
+`,
+  (reply) => {
+    const [released, fencingToken] = pairOf(reply).map(integerOf);
+    return fencingToken > 0
+      ? { released: true, successorFencingToken: fencingToken }
+      : { released: released === 1 };
+  },
+);
