@@ -1,4 +1,4 @@
-import { processSpace } from '../../src/store/memory.store.js';
+import { processSpace } from '../../src/store/memory/memory-space.js';
 import { bootLockApp, uniquePrefix } from '../support/lock-app.js';
 
 /**
