@@ -49,7 +49,7 @@ function resolveServer(name: string, value: unknown): RedisServerConfig {
   if (isRedisClient(value)) return value as Redis;
   if (isRecord(value)) {
     if (value.sentinels !== undefined) checkSentinels(name, value);
-    return value as RedisOptions;
+    return value;
   }
   throw new LockOptionsError(
     name,

@@ -11,16 +11,17 @@ export function optionErrorOf(run: () => unknown): LockOptionsError {
   throw new Error('expected a LockOptionsError; nothing was thrown');
 }
 
-/** Expects `run` to refuse `option`, with `expected` in its message. */
+/**
+ * Expects `run` to refuse `option` (its name, or an asymmetric matcher such as
+ * `expect.any(String)`), with `expected` in its message.
+ */
 export function expectOptionError(
   run: () => unknown,
-  option: string,
+  option: unknown,
   expected: string,
 ): LockOptionsError {
   const error = optionErrorOf(run);
-  expect({ option: error.option, message: error.message }).toEqual({
-    option,
-    message: expect.stringContaining(expected),
-  });
+  const message: unknown = expect.stringContaining(expected);
+  expect({ option: error.option, message: error.message }).toEqual({ option, message });
   return error;
 }

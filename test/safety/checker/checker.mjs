@@ -57,6 +57,17 @@ import { LockServers } from './masters.mjs';
 import { randomInt, shuffled } from './random.mjs';
 import { FencedCounter } from './resource.mjs';
 
+/** @import { ReadRequest, WorkerMessage } from './worker.mjs' */
+
+/**
+ * What the checker sends a worker: the reply to its read or write of the resource, an order to
+ * stop, or the TTL and work time of its next calls.
+ * @typedef {ReadReply | WriteReply | { type: 'stop' } | ({ type: 'config' } & WorkerConfig)} CheckerMessage
+ */
+/** @typedef {{ type: 'reply', requestId: number, ok: boolean, value: number }} ReadReply */
+/** @typedef {{ type: 'reply', requestId: number, ok: boolean }} WriteReply */
+/** @typedef {{ ttl?: number, work?: [number, number] }} WorkerConfig */
+
 const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.meta.url));
 
@@ -257,7 +268,7 @@ export class SafetyChecker {
      * @type {GrantedButLost[]}
      */
     this.grantedButLost = [];
-    /** @type {((worker: WorkerHandle, message: any) => void) | undefined} */
+    /** @type {((worker: WorkerHandle, message: ReadRequest) => void) | undefined} */
     this.interceptRead = undefined;
     /** @type {Set<() => void>} */
     this.listeners = new Set();
@@ -293,7 +304,9 @@ export class SafetyChecker {
       await this.nemesis();
       await sleep(this.tailMs);
     } catch (error) {
-      this.violations.push(`checker aborted: ${error instanceof Error ? error.stack : error}`);
+      this.violations.push(
+        `checker aborted: ${error instanceof Error ? error.stack : String(error)}`,
+      );
     } finally {
       try {
         await this.shutdown();
@@ -331,10 +344,10 @@ export class SafetyChecker {
     this.processesStarted++;
     const worker = new WorkerHandle(id, child, proxy);
     this.workers.set(id, worker);
-    child.stderr?.on('data', (chunk) => {
+    child.stderr?.on('data', (/** @type {Buffer} */ chunk) => {
       worker.stderr = (worker.stderr + chunk.toString()).slice(-4000);
     });
-    child.on('message', (message) => this.onMessage(worker, message));
+    child.on('message', (/** @type {WorkerMessage} */ message) => this.onMessage(worker, message));
     child.on('exit', (code, signal) => {
       worker.exited = true;
       this.workers.delete(id);
@@ -358,7 +371,7 @@ export class SafetyChecker {
 
   /**
    * @param {WorkerHandle} worker
-   * @param {any} message
+   * @param {WorkerMessage} message
    */
   onMessage(worker, message) {
     const seq = ++this.seq;
@@ -449,7 +462,8 @@ export class SafetyChecker {
 
   /**
    * @param {number} worker
-   * @param {number} token
+   * @param {number | undefined} token a `released` message's is undefined by its type (never
+   *   in fact); it then matches no section
    */
   section(worker, token) {
     return this.sections.get(`${worker}:${token}`);
@@ -458,7 +472,7 @@ export class SafetyChecker {
   /**
    * Handles a read now: the fencing guard decides, the worker gets the value.
    * @param {WorkerHandle} worker
-   * @param {any} message
+   * @param {ReadRequest} message
    */
   serveRead(worker, message) {
     this.reply(worker, message.requestId, this.readResource(worker, message));
@@ -467,7 +481,7 @@ export class SafetyChecker {
   /**
    * The resource's side of a read, without the reply, which a fault may hold back.
    * @param {WorkerHandle} worker
-   * @param {any} message
+   * @param {ReadRequest} message
    */
   readResource(worker, message) {
     const seq = ++this.seq;
@@ -484,7 +498,7 @@ export class SafetyChecker {
   /**
    * @param {WorkerHandle} worker
    * @param {number} requestId
-   * @param {Record<string, unknown>} fields
+   * @param {Omit<ReadReply, 'type' | 'requestId'> | Omit<WriteReply, 'type' | 'requestId'>} fields
    */
   reply(worker, requestId, fields) {
     if (worker.exited || !worker.child.connected) return;
@@ -507,6 +521,7 @@ export class SafetyChecker {
    */
   async waitFor(condition, timeoutMs, problem) {
     if (condition()) return true;
+    /** @type {boolean} */
     const ok = await new Promise((resolve) => {
       /** @type {NodeJS.Timeout | undefined} */
       let poll;
@@ -571,7 +586,7 @@ export class SafetyChecker {
       return;
     }
     // Aim at the worker that is inside the critical section: take over its next read.
-    /** @type {{ worker: WorkerHandle, message: any } | undefined} */
+    /** @type {{ worker: WorkerHandle, message: ReadRequest } | undefined} */
     let victim;
     this.interceptRead = (worker, message) => (victim = { worker, message });
     const armed = await this.waitFor(
@@ -658,7 +673,7 @@ export class SafetyChecker {
    * Sets the TTL a worker asks for in its next calls and how long its sections work (both back
    * to the defaults when not given).
    * @param {WorkerHandle} worker
-   * @param {{ ttl?: number, work?: [number, number] }} config
+   * @param {WorkerConfig} config
    */
   configure(worker, config) {
     if (worker.child.connected) worker.child.send({ type: 'config', ...config }, () => undefined);
@@ -789,7 +804,7 @@ export class SafetyChecker {
     const replacements = Promise.all(
       killed.map(() =>
         this.spawnWorker().catch((/** @type {unknown} */ error) => {
-          fault.problems.push(`replacement worker failed: ${error}`);
+          fault.problems.push(`replacement worker failed: ${String(error)}`);
         }),
       ),
     );
@@ -868,7 +883,7 @@ export class SafetyChecker {
       fault.facts.freeBoundMs = expiresNoEarlierThan - fault.startedAt;
     }
     const replacement = this.spawnWorker().catch((/** @type {unknown} */ error) => {
-      fault.problems.push(`replacement worker failed: ${error}`);
+      fault.problems.push(`replacement worker failed: ${String(error)}`);
     });
     const next = () =>
       this.sectionList.find((s) => s.acquiredSeq > killSeq && s.worker !== worker.id);
@@ -895,7 +910,7 @@ export class SafetyChecker {
    * read while it sleeps, then SIGCONT and watch what it does.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
-   * @param {any} read
+   * @param {ReadRequest} read
    */
   async stop(fault, worker, read) {
     worker.child.kill('SIGSTOP');
@@ -937,7 +952,7 @@ export class SafetyChecker {
    * is inside; it must be told its lock is lost before it goes on.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
-   * @param {any} read
+   * @param {ReadRequest} read
    */
   async restartRedis(fault, worker, read) {
     const before = Date.now();
@@ -965,7 +980,7 @@ export class SafetyChecker {
    * holder's token just before, less those restarted, must still be a majority.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
-   * @param {any} read
+   * @param {ReadRequest} read
    * @param {number} count
    */
   async restartMasters(fault, worker, read, count) {
@@ -1001,7 +1016,7 @@ export class SafetyChecker {
    * @param {Fault} fault
    * @param {WorkerHandle} worker
    * @param {Section} section
-   * @param {any} read
+   * @param {ReadRequest} read
    * @param {number} left masters that still hold the lock
    */
   async keepThrough(fault, worker, section, read, left) {
@@ -1071,7 +1086,7 @@ export class SafetyChecker {
    * @param {Fault} fault
    * @param {WorkerHandle} worker
    * @param {Section} section
-   * @param {any} read
+   * @param {ReadRequest} read
    * @param {{ ok: boolean, value: number }} readResult
    * @param {number} deadAt when the restarted masters were all dead
    */

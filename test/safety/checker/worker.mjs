@@ -28,12 +28,50 @@ import { Redis } from 'ioredis';
 import { LockConnectionError, LockLostError, LockModule, LockService } from 'nestjs-redis-lock';
 import { randomInt } from './random.mjs';
 
+/** @import { CheckerMessage, ReadReply, WriteReply } from './checker.mjs' */
+
+/**
+ * What a worker sends the checker.
+ * @typedef {{ type: 'ready', pid: number }
+ *   | { type: 'waiting', ttl: number }
+ *   | { type: 'acquired', token: number, lockToken: string, ttl: number, waitedMs: number }
+ *   | { type: 'lost', token: number, reason: string }
+ *   | ReadRequest
+ *   | WriteRequest
+ *   | {
+ *       type: 'released',
+ *       token: number | undefined,
+ *       outcome: string,
+ *       wrote: boolean,
+ *       signalAbortedAtWrite: boolean,
+ *     }
+ *   | {
+ *       type: 'acquireFailed',
+ *       error: string,
+ *       ttl: number,
+ *       grantedButLost: 'lost' | 'expired' | undefined,
+ *       grantRttMs: number | undefined,
+ *       message: string,
+ *     }
+ *   | { type: 'closed' }} WorkerMessage
+ */
+/** @typedef {{ type: 'read', requestId: number, token: number }} ReadRequest */
+/**
+ * @typedef {{
+ *   type: 'write',
+ *   requestId: number,
+ *   token: number,
+ *   value: number,
+ *   signalAbortedAtWrite: boolean,
+ * }} WriteRequest
+ */
+
 const env = process.env;
 const key = env.CHECKER_KEY ?? 'checker';
 const ttl = Number(env.CHECKER_TTL ?? 400);
 const masters = env.CHECKER_REDIS_URLS ? env.CHECKER_REDIS_URLS.split(',') : undefined;
 
-/** @param {Record<string, unknown>} message */
+/** @param {WorkerMessage} message */
 function send(message) {
   if (process.connected) process.send?.(message);
 }
@@ -42,7 +80,7 @@ function send(message) {
 process.on('disconnect', () => process.exit(0));
 
 let nextRequest = 1;
-/** @type {Map<number, (reply: any) => void>} */
+/** @type {Map<number, (reply: ReadReply | WriteReply) => void>} */
 const pending = new Map();
 let stopping = false;
 /**
@@ -53,7 +91,7 @@ let callTtl;
 /** How long a section works, in ms (drawn between the two). */
 let work = [1, 5];
 
-process.on('message', (/** @type {any} */ message) => {
+process.on('message', (/** @type {CheckerMessage} */ message) => {
   if (message?.type === 'reply') {
     const resolve = pending.get(message.requestId);
     pending.delete(message.requestId);
@@ -67,16 +105,25 @@ process.on('message', (/** @type {any} */ message) => {
 });
 
 /**
- * A request to the resource in the parent; resolves with its reply.
- * @param {'read' | 'write'} op
- * @param {Record<string, unknown>} fields
- * @returns {Promise<any>}
+ * @overload
+ * @param {Omit<ReadRequest, 'requestId'>} message
+ * @returns {Promise<ReadReply>}
  */
-function request(op, fields) {
+/**
+ * @overload
+ * @param {Omit<WriteRequest, 'requestId'>} message
+ * @returns {Promise<WriteReply>}
+ */
+/**
+ * A request to the resource in the parent; resolves with its reply.
+ * @param {Omit<ReadRequest, 'requestId'> | Omit<WriteRequest, 'requestId'>} message
+ * @returns {Promise<ReadReply | WriteReply>}
+ */
+function request(message) {
   const requestId = nextRequest++;
   return new Promise((resolve) => {
     pending.set(requestId, resolve);
-    send({ type: op, requestId, ...fields });
+    send({ ...message, requestId });
   });
 }
 
@@ -177,16 +224,21 @@ while (!stopping) {
         });
         lock.signal.addEventListener(
           'abort',
-          () => send({ type: 'lost', token, reason: String(lock.signal.reason?.reason ?? '') }),
+          // The library aborts a lock's signal with the LockLostError that says why.
+          () => {
+            /** @type {unknown} */
+            const lost = lock.signal.reason;
+            send({ type: 'lost', token, reason: lost instanceof LockLostError ? lost.reason : '' });
+          },
           { once: true },
         );
         if (lock.signal.aborted) send({ type: 'lost', token, reason: 'aborted at start' });
-        const read = await request('read', { token });
+        const read = await request({ type: 'read', token });
         if (!read.ok) return; // the guard refused even the read: a newer holder got there first
         await sleep(randomInt(minWork, maxWork));
         signalAbortedAtWrite = lock.signal.aborted;
         wrote = true;
-        await request('write', { token, value: read.value + 1, signalAbortedAtWrite });
+        await request({ type: 'write', token, value: read.value + 1, signalAbortedAtWrite });
       },
       { ttl: sectionTtl },
     );
