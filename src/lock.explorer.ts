@@ -8,7 +8,6 @@ import {
   type LockedCall,
   type LockedMethodWrapper,
   type WithLockMetadata,
-  type WithLockOptions,
 } from './decorators/with-lock.decorator.js';
 import { LOCK_ENGINE, LOCK_OPTIONS, WITH_LOCK_METADATA } from './lock.constants.js';
 import { LockOptionsError } from './lock.errors.js';
@@ -25,7 +24,7 @@ interface LockedMethod {
   acquire: ResolvedAcquireOptions;
   onLocked: 'throw' | 'skip';
   returnsObservable: boolean;
-  method: (...args: any[]) => unknown;
+  method: WithLockMetadata['method'];
 }
 
 /**
@@ -48,13 +47,13 @@ export class LockExplorer implements OnModuleInit {
     for (const wrapper of wrappers) this.explore(wrapper);
   }
 
-  private explore(wrapper: InstanceWrapper): void {
-    const { instance, metatype } = wrapper;
+  private explore(wrapper: InstanceWrapper<unknown>): void {
+    const instance: unknown = wrapper.instance;
     const staticInstance = wrapper.isDependencyTreeStatic() && !wrapper.isTransient;
-    const prototype = staticInstance
-      ? instance && Object.getPrototypeOf(instance)
-      : (metatype as { prototype?: object } | undefined)?.prototype;
-    if (!prototype || typeof prototype !== 'object') return;
+    const prototype: unknown = staticInstance
+      ? isObject(instance) && Object.getPrototypeOf(instance)
+      : (wrapper.metatype as { prototype?: unknown } | null | undefined)?.prototype;
+    if (!isObject(prototype)) return;
     for (const name of this.scanner.getAllMethodNames(prototype)) {
       const wrapperFn = (prototype as Record<string, LockedMethodWrapper>)[name];
       const metadata = Reflect.getMetadata(WITH_LOCK_METADATA, wrapperFn) as
@@ -62,8 +61,8 @@ export class LockExplorer implements OnModuleInit {
       if (!metadata) continue;
       const className = prototype.constructor.name;
       const call = this.lockedCall(this.compile(metadata, className, name, prototype));
-      if (staticInstance) {
-        bindLockedCall(instance as object, wrapperFn, call);
+      if (staticInstance && isObject(instance)) {
+        bindLockedCall(instance, wrapperFn, call);
       } else {
         this.logger.warn(
           `${className} is request-scoped or transient: its @WithLock method ${name}() is bound ` +
@@ -82,7 +81,7 @@ export class LockExplorer implements OnModuleInit {
     prototype: object,
   ): LockedMethod {
     const where = `@WithLock on ${className}.${methodName}`;
-    const { onLocked = 'throw', ...acquireOptions } = (metadata.options ?? {}) as WithLockOptions;
+    const { onLocked = 'throw', ...acquireOptions } = metadata.options ?? {};
     const defaults = { ttl: this.options.ttl, waitTimeout: 0, watchdog: this.options.watchdog };
     const acquire = resolveAcquireOptions(acquireOptions, defaults, where);
     if (acquire.signal) {
@@ -158,4 +157,8 @@ export class LockExplorer implements OnModuleInit {
       };
     });
   }
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
 }
