@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper.js';
 import { isObservable, Observable, type Subscription } from 'rxjs';
-import { compileKeys, parameterNames, type KeyResolver } from './decorators/key-template.js';
+import { compileKeys, type KeyResolver } from './decorators/key-template.js';
+import { parameterNames } from './decorators/parameter-names.js';
 import {
   bindLockedCall,
   type LockedCall,
