@@ -102,16 +102,21 @@ export class ReleaseChannels {
   private subscriberConnection(pubsub: PubSub): Redis | Cluster {
     if (!this.subscriber) {
       // Queue SUBSCRIBE until the new connection is ready, whatever the user's client says. A
-      // Cluster subscribes to sharded channels through one connection per master.
-      // It connects at once (it is made when a caller starts to wait, after the boot): a lazy
-      // subscriber would send SUBSCRIBE before its ready check, which subscriber mode refuses.
+      // Cluster subscribes to sharded channels through one connection per master. It connects
+      // at once (it is made when a caller starts to wait, after the boot), and without the
+      // ready check: ioredis writes SUBSCRIBE (allowed while a server loads) as soon as the
+      // socket is up, and the check's INFO, sent after it, would be refused in subscriber mode.
       const subscriber =
         this.client instanceof Cluster
           ? this.client.duplicate([], {
               shardedSubscribers: pubsub === PUBSUB.sharded,
               lazyConnect: false,
             })
-          : this.client.duplicate({ enableOfflineQueue: true, lazyConnect: false });
+          : this.client.duplicate({
+              enableOfflineQueue: true,
+              lazyConnect: false,
+              enableReadyCheck: false,
+            });
       subscriber.on('error', (error) => this.onError('Redis subscriber error', error));
       subscriber.on(pubsub.event, (channel: string, message: string) => {
         for (const listener of this.listeners.get(channel) ?? []) listener(message);
