@@ -8,16 +8,19 @@ export {
   type LockGraphQLErrorExtensions,
 } from './lock-exception.filter.js';
 export type { Lock } from './lock.js';
+export { MemoryLockSpace } from './store/memory/memory-space.js';
 export type {
   AcquireOptions,
   LockModuleOptions,
   RedisClusterConfig,
   RedisServerConfig,
+  ZooKeeperOptions,
 } from './options/lock-options.interface.js';
 export {
   LockConnectionError,
   LockError,
   LockKeyResolutionError,
+  LockKindError,
   LockLostError,
   LockNotAcquiredError,
   LockOptionsError,

@@ -30,8 +30,10 @@ export interface LockGraphQLErrorExtensions {
  * (`429`) and learn when to retry where that is known:
  *
  * - HTTP (Express, Fastify): the status, a {@link LockErrorBody}, and `Retry-After`.
- * - RPC: an error reply `{ status: 'error', ...LockErrorBody }` (gRPC, whose statuses are
- *   numbers, is not mapped).
+ * - RPC: an error reply `{ status: 'error', ...LockErrorBody }`; for gRPC, the status
+ *   `ABORTED` (a conflict) or `RESOURCE_EXHAUSTED` (a throttle), the message as its details,
+ *   and the trailing metadata `lock-code` (`LOCK_CONFLICT` or `LOCK_THROTTLED`) and, when
+ *   known, `retry-after-ms`.
  * - WebSockets (socket.io, ws): an `exception` event with `{ status: 'error',
  *   ...LockErrorBody, cause: { pattern, data } }`, as Nest's own gateways send.
  * - GraphQL: an error with `extensions` {@link LockGraphQLErrorExtensions}.
@@ -47,9 +49,14 @@ export class LockExceptionFilter implements ExceptionFilter<LockNotAcquiredError
     switch (host.getType<string>()) {
       case 'http':
         return this.replyHttp(body, host);
-      case 'rpc':
+      case 'rpc': {
         // Nest's RPC servers send the error that the handler's stream ends with as the reply.
-        return throwError(() => ({ status: 'error', ...body }));
+        const grpcMetadata = grpcMetadataOf(host);
+        const reply = grpcMetadata
+          ? grpcStatusOf(body, grpcMetadata)
+          : { status: 'error', ...body };
+        return throwError(() => reply);
+      }
       case 'ws':
         return sendException(host, { status: 'error', ...body });
       case 'graphql':
@@ -100,6 +107,42 @@ class LockGraphQLError extends LockNotAcquiredError {
   ) {
     super(key, waitedMs, holderTtlMs, throttled, retryAfterMs);
   }
+}
+
+/** grpc-js's `Metadata`, of which a gRPC handler's second argument is an instance. */
+interface GrpcMetadata {
+  set(key: string, value: string): void;
+  getMap(): unknown;
+}
+
+/** gRPC's status codes (grpc-js's `status`) for a held lock and a closed throttle. */
+const GRPC_ABORTED = 10;
+const GRPC_RESOURCE_EXHAUSTED = 8;
+
+/** The call's metadata when the handler serves a gRPC call; `undefined` for other transports. */
+function grpcMetadataOf(host: ArgumentsHost): GrpcMetadata | undefined {
+  const metadata: unknown = host.getArgByIndex(1);
+  const isMetadata =
+    typeof metadata === 'object' &&
+    metadata !== null &&
+    'getMap' in metadata &&
+    typeof metadata.getMap === 'function' &&
+    'set' in metadata &&
+    typeof metadata.set === 'function';
+  return isMetadata ? (metadata as GrpcMetadata) : undefined;
+}
+
+/**
+ * The status a gRPC client gets: grpc-js sends an error's numeric `code`, its `details` and its
+ * `metadata` (if a grpc-js `Metadata`, hence one built with the class of the call's own, as
+ * this library does not load grpc-js), and `UNKNOWN` for anything else.
+ */
+function grpcStatusOf(body: LockErrorBody, incoming: GrpcMetadata) {
+  const metadata = new (incoming.constructor as new () => GrpcMetadata)();
+  metadata.set('lock-code', body.code);
+  if (body.retryAfterMs !== undefined) metadata.set('retry-after-ms', String(body.retryAfterMs));
+  const code = body.statusCode === 429 ? GRPC_RESOURCE_EXHAUSTED : GRPC_ABORTED;
+  return { code, details: body.message, metadata };
 }
 
 /** A `ws` socket, which has an `emit` too, but one that only reaches local listeners. */

@@ -6,6 +6,8 @@ export const DEFAULT_COMMAND_TIMEOUT = 5_000;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export const DEFAULT_NODE_TIMEOUT = 250;
 export const DEFAULT_DRIFT_FACTOR = 0.01;
+export const DEFAULT_ZOOKEEPER_ROOT = '/locks';
+export const DEFAULT_ZOOKEEPER_SESSION_TIMEOUT = 30_000;
 /** Added to the drift allowance of every TTL, in ms. */
 export const DRIFT_MS = 2;
 
@@ -15,12 +17,6 @@ export const MAX_KEY_LENGTH = 1024;
 export const MIN_TTL = 10;
 /** Longest TTL or timeout accepted: the largest delay a Node.js timer can hold. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/**
- * How long a fencing counter outlives the last acquisition of its slot. Tokens have the server
- * clock as a floor, so the counter only has to bridge small clock corrections, not live forever.
- */
-export const FENCE_TTL = 3_600_000;
 
 /** Injection tokens (private to the package). */
 export const LOCK_OPTIONS = Symbol('lock:options');

@@ -69,6 +69,29 @@ export class LockOptionsError extends LockError {
   }
 }
 
+/**
+ * The key is held as another kind of lock than the caller asked for: a semaphore of another
+ * `limit`, a read-write lock asked for as a semaphore (or the other way round), or a mutex asked
+ * for with `limit` or `mode`. The kinds are recorded with the key while anybody holds it.
+ */
+export class LockKindError extends LockError {
+  /**
+   * @param key the full key in the store
+   * @param held the kind the key is held as, in words
+   * @param asked the kind the caller asked for, in words
+   */
+  constructor(
+    readonly key: string,
+    readonly held: string,
+    readonly asked: string,
+  ) {
+    super(
+      `Lock "${key}" is held as ${held}, but this caller asked for ${asked}; ` +
+        'every caller of one key must ask for the same kind (and the same limit)',
+    );
+  }
+}
+
 /** Redis could not be reached (or did not answer in time) while working on a lock. */
 export class LockConnectionError extends LockError {
   /** @param reason what went wrong, without the key */

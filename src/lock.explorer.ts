@@ -17,6 +17,7 @@ import type {
   ResolvedLockOptions,
 } from './options/lock-options.interface.js';
 import { resolveAcquireOptions } from './options/resolve-acquire-options.js';
+import { kindOf, notOnRedlock } from './store/lock-kind.js';
 import type { LockEngine } from './engine/lock-engine.js';
 
 /** A decorated method, compiled at boot. */
@@ -24,6 +25,8 @@ interface LockedMethod {
   keys: KeyResolver;
   acquire: ResolvedAcquireOptions;
   onLocked: 'throw' | 'skip';
+  /** `Class.method`, for the log line of a skipped call. */
+  where: string;
   returnsObservable: boolean;
   method: WithLockMetadata['method'];
 }
@@ -84,7 +87,7 @@ export class LockExplorer implements OnModuleInit {
     const where = `@WithLock on ${className}.${methodName}`;
     const { onLocked = 'throw', ...acquireOptions } = metadata.options ?? {};
     const defaults = { ttl: this.options.ttl, waitTimeout: 0, watchdog: this.options.watchdog };
-    const acquire = resolveAcquireOptions(acquireOptions, defaults, where);
+    const acquire = resolveAcquireOptions(acquireOptions, defaults, this.options.store, where);
     if (acquire.signal) {
       // One signal fixed when the class is defined would abandon every call's wait at once.
       throw new LockOptionsError(
@@ -93,6 +96,10 @@ export class LockExplorer implements OnModuleInit {
         'nothing: a decorator has no per-call signal (call LockService.using with one)',
         where,
       );
+    }
+    if (this.options.redis.topology === 'redlock' && this.options.store === 'redis') {
+      const kind = kindOf(acquire);
+      if (kind.type !== 'mutex') throw notOnRedlock(kind, where);
     }
     if (onLocked !== 'throw' && onLocked !== 'skip') {
       throw new LockOptionsError('onLocked', onLocked, `'throw' or 'skip'`, where);
@@ -103,6 +110,7 @@ export class LockExplorer implements OnModuleInit {
       keys: compileKeys(metadata.key, { className, methodName, parameters: names, hasRest }),
       acquire,
       onLocked,
+      where: `${className}.${methodName}`,
       returnsObservable: returnType === Observable,
       method: metadata.method,
     };
@@ -122,8 +130,11 @@ export class LockExplorer implements OnModuleInit {
   ): Promise<unknown> {
     const keys = locked.keys(args);
     return this.engine.scopes.run(keys, locked.acquire, work, (error) => {
-      if (locked.onLocked === 'skip') return undefined;
-      throw error;
+      if (locked.onLocked !== 'skip') throw error;
+      // A skipped run is the point of 'skip' (a scheduled job that another replica runs), so
+      // not a warning; but someone wondering why a job did not run here can turn this on.
+      this.logger.debug(`${locked.where} skipped: ${error.message}`);
+      return undefined;
     });
   }
 

@@ -1,4 +1,9 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  type BeforeApplicationShutdown,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { LOCK_ENGINE, LOCK_OPTIONS } from './lock.constants.js';
 import type { LockEngine } from './engine/lock-engine.js';
 import { LockOptionsError } from './lock.errors.js';
@@ -28,13 +33,15 @@ import { resolveAcquireOptions } from './options/resolve-acquire-options.js';
  * ```
  */
 @Injectable()
-export class LockService implements OnApplicationShutdown {
+export class LockService implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly defaults: ResolvedAcquireOptions;
+  private readonly store: ResolvedLockOptions['store'];
 
   constructor(
     @Inject(LOCK_OPTIONS) options: ResolvedLockOptions,
     @Inject(LOCK_ENGINE) private readonly engine: LockEngine,
   ) {
+    this.store = options.store;
     this.defaults = {
       ttl: options.ttl,
       waitTimeout: options.waitTimeout,
@@ -49,12 +56,15 @@ export class LockService implements OnApplicationShutdown {
    *   LockConnectionError when Redis cannot be reached
    */
   async acquire(key: string, options?: AcquireOptions): Promise<Lock> {
-    return this.engine.acquire(key, resolveAcquireOptions(options, this.defaults));
+    return this.engine.acquire(key, resolveAcquireOptions(options, this.defaults, this.store));
   }
 
   /** Acquires the lock on `key` if it is free right now; `null` when someone else holds it. */
   async tryAcquire(key: string, options?: AcquireOptions): Promise<Lock | null> {
-    const lock = await this.engine.tryAcquire(key, resolveAcquireOptions(options, this.defaults));
+    const lock = await this.engine.tryAcquire(
+      key,
+      resolveAcquireOptions(options, this.defaults, this.store),
+    );
     return lock ?? null;
   }
 
@@ -75,7 +85,7 @@ export class LockService implements OnApplicationShutdown {
     options?: AcquireOptions,
   ): Promise<T> {
     if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function');
-    const resolved = resolveAcquireOptions(options, this.defaults);
+    const resolved = resolveAcquireOptions(options, this.defaults, this.store);
     const { scopes } = this.engine;
     return scopes.run([key], resolved, () => fn(scopes.current() as Lock));
   }
@@ -85,7 +95,9 @@ export class LockService implements OnApplicationShutdown {
    * Redis key `resource` (not prefixed) only if `fencingToken` is at least the highest token
    * any write to `resource` has presented, and records it. A holder whose lock expired while it
    * was paused and was taken over is refused, however late its write arrives. The resource may
-   * begin neither with `{` (the library's own keys) nor with the lock prefix.
+   * begin neither with `{` (the library's own keys) nor with the lock prefix. On ZooKeeper the
+   * resource is a node under the root holding `{ fencingToken, value }` as JSON (see
+   * docs/zookeeper.md), and `ttl` is refused.
    *
    * @example
    * ```ts
@@ -120,9 +132,16 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /**
-   * Fails pending waiters, tells work still running under this process's locks that they are
-   * lost, releases them (bounded in time) and closes the connections the module owns.
+   * Shutdown begins: stops taking locks (pending waiters and new calls fail with `LockError`),
+   * tells work still running under this process's locks that they are lost, and releases them
+   * (bounded in time). Nest runs this before an HTTP server drains its connections, which
+   * keep-alive clients can make last long: other instances need not wait for that.
    */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.engine.stop();
+  }
+
+  /** Closes the connections the module owns (after {@link beforeApplicationShutdown}'s work). */
   async onApplicationShutdown(): Promise<void> {
     await this.engine.shutdown();
   }

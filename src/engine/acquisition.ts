@@ -1,5 +1,6 @@
 import { LockNotAcquiredError, shutDownError } from '../lock.errors.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
+import { kindOf, tagOf } from '../store/lock-kind.js';
 import type { AcquireAttempt, LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
 import type { HeldLock } from './held-lock.js';
@@ -28,7 +29,8 @@ export interface AcquisitionHost {
  * hands the lock over), the wait runs out, or the caller's signal abandons it.
  */
 export class Acquisition implements Waiter {
-  readonly token = newToken();
+  /** Tagged with the kind of lock asked for, which the store reads from it. */
+  readonly token: string;
   readonly deadline: number;
   private readonly startedAt = monotonicNow();
   private settle?: { resolve: (lock: HeldLock) => void; reject: (error: unknown) => void };
@@ -41,6 +43,7 @@ export class Acquisition implements Waiter {
     readonly options: ResolvedAcquireOptions,
   ) {
     this.deadline = this.startedAt + options.waitTimeout;
+    this.token = newToken(tagOf(kindOf(options)));
   }
 
   /**

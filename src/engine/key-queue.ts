@@ -1,5 +1,6 @@
 import {
   HANDOVER_LEASE,
+  QUEUE_LEASE,
   parseHandover,
   type AcquireAttempt,
 } from '../store/lock-store.interface.js';
@@ -35,9 +36,10 @@ const RECENT_TURNS = 8;
  * The callers of this process waiting for one key, in arrival order. Only the head talks to the
  * store: it tries again when the store announces a release or its turn, or, should that message
  * be lost, after a fallback delay bounded by the holder's remaining TTL and by a jittered
- * exponential backoff. The others cost nothing until they reach the head. A message never makes
- * a caller a holder by itself: only the answer to a request does, which the caller can date
- * (see {@link Waiter.acquired}).
+ * exponential backoff. The others cost one request a second between them, which renews the
+ * places in the store's queue that their first attempts took, until they reach the head. A
+ * message never makes a caller a holder by itself: only the answer to a request does, which the
+ * caller can date (see {@link Waiter.acquired}).
  */
 export class KeyQueue {
   readonly waiters: Waiter[] = [];
@@ -59,6 +61,8 @@ export class KeyQueue {
   private backoff = FIRST_BACKOFF;
   /** Waiters that a release of this process served while their own attempt was on its way. */
   private readonly handedOver = new WeakSet<Waiter>();
+  /** Renews the places of the callers behind the head while there are any. */
+  private keeping?: NodeJS.Timeout;
 
   /**
    * @param pttl the holder's TTL as the first attempt saw it, or -1
@@ -66,12 +70,17 @@ export class KeyQueue {
    *   tries at once, which takes its place in that queue; without one it would only find the
    *   lock taken, and waits for the release instead
    * @param emptied called when the last waiter has left
+   * @param keepPlaces renews the store's queue leases of the given callers (with a queueing
+   *   store): those behind the head, which make no attempts, took places with their first
+   *   attempts when they started together with it, and a place that is not renewed lapses as
+   *   a dead waiter's does
    */
   constructor(
     readonly key: string,
     private pttl: number,
     private readonly queueing: boolean,
     private readonly emptied: (queue: KeyQueue) => void,
+    private readonly keepPlaces?: (tokens: string[]) => void,
   ) {}
 
   /**
@@ -81,6 +90,7 @@ export class KeyQueue {
   add(waiter: Waiter, heard?: number): void {
     this.waiters.push(waiter);
     if (waiter.deadline < Infinity) this.armDeadline(waiter);
+    this.keepPlacesBehindHead();
     if (!this.subscribed || this.attempting || this.waiters[0] !== waiter) return;
     // Subscribed since before the first attempt, with no release and no turn of its own
     // announced since: any release after that attempt will be heard, so there is nothing to
@@ -133,16 +143,18 @@ export class KeyQueue {
 
   /** Fails every waiting caller with `error`. */
   failAll(error: unknown): void {
+    this.stopKeepingPlaces();
     for (const waiter of this.waiters.splice(0)) {
       clearTimeout(this.timeouts.get(waiter));
       waiter.failed(error);
     }
   }
 
-  /** Stops the fallback re-check, for good when the queue is closed. */
+  /** Stops the fallback re-check; for good, with the keeping of places, once it is closed. */
   stop(): void {
     clearTimeout(this.fallback);
     this.fallbackAt = Infinity;
+    if (this.closed) this.stopKeepingPlaces();
   }
 
   /** A release message on the key's channel. */
@@ -236,6 +248,23 @@ export class KeyQueue {
     }, delay);
   }
 
+  /**
+   * While callers wait behind the head, renews their places in the store's queue every third of
+   * the queue lease, as the head's attempts renew its own: a long wait must not cost them their
+   * turn against callers of other processes that came later.
+   */
+  private keepPlacesBehindHead(): void {
+    if (!this.keepPlaces || !this.queueing || this.keeping || this.waiters.length < 2) return;
+    this.keeping = setInterval(() => {
+      this.keepPlaces?.(this.waiters.slice(1).map((waiter) => waiter.token));
+    }, QUEUE_LEASE / 3);
+  }
+
+  private stopKeepingPlaces(): void {
+    clearInterval(this.keeping);
+    this.keeping = undefined;
+  }
+
   private armDeadline(waiter: Waiter): void {
     const timer = setTimeout(
       () => this.giveUp(waiter),
@@ -261,6 +290,7 @@ export class KeyQueue {
     this.waiters.splice(index, 1);
     clearTimeout(this.timeouts.get(waiter));
     this.timeouts.delete(waiter);
+    if (this.waiters.length < 2) this.stopKeepingPlaces();
     return true;
   }
 }

@@ -34,6 +34,8 @@ export class LockEngine implements AcquisitionHost, LockOwner {
   readonly scopes: LockScopes;
   private readonly watchdog: Watchdog;
   private closed = false;
+  private stopped?: Promise<void>;
+  private storeClosed?: Promise<void>;
   /** First acquisition attempts on their way, which shutdown lets finish before it cleans up. */
   private readonly attempts = new Set<Promise<unknown>>();
 
@@ -93,18 +95,17 @@ export class LockEngine implements AcquisitionHost, LockOwner {
   }
 
   attemptBeforeShutdown(acquisition: Acquisition): Promise<AcquireAttempt> {
-    const running = acquisition.attempt().then(async (result) => {
+    const running = acquisition.attempt().then((result) => {
       if (!this.closed) return result;
       // Shutdown began meanwhile: undo what the attempt took (a lock, a queue place).
-      await this.store.release(acquisition.key, acquisition.token).catch(() => undefined);
-      throw shutDownError();
+      return this.store
+        .release(acquisition.key, acquisition.token)
+        .then(undefined, () => undefined)
+        .then(() => Promise.reject(shutDownError()));
     });
-    const settled = running.then(
-      () => undefined,
-      () => undefined,
-    );
+    const forget = () => this.attempts.delete(settled);
+    const settled: Promise<unknown> = running.then(forget, forget);
     this.attempts.add(settled);
-    void settled.then(() => this.attempts.delete(settled));
     return running;
   }
 
@@ -121,8 +122,16 @@ export class LockEngine implements AcquisitionHost, LockOwner {
     try {
       released = keepFor >= MIN_TTL ? await this.keep(lock, keepFor) : await this.delete(lock);
     } catch (error) {
-      lock.markHeldAgain();
-      this.watchdog.track(lock);
+      if (this.closed) {
+        // Shutdown began during the release and did not see this lock (it was untracked): it
+        // must not be renewed again while the process drains. Its TTL ends it if this last
+        // try fails too.
+        lock.markLost('the lock service shut down');
+        this.store.release(lock.key, lock.token).catch(() => undefined);
+      } else {
+        lock.markHeldAgain();
+        this.watchdog.track(lock);
+      }
       throw error;
     }
     if (!released) lock.markLost('it had expired or been taken before it was released');
@@ -182,11 +191,23 @@ export class LockEngine implements AcquisitionHost, LockOwner {
   }
 
   /**
-   * Stops the watchdog, fails pending waiters, releases the locks this process still holds
-   * (bounded in time) and closes subscriptions and the connections the store owns.
+   * Stops taking locks: fails pending waiters, stops the watchdog, tells work still running
+   * under this process's locks that they are lost, and releases them (bounded in time). The
+   * store stays open (for {@link isLocked} and {@link writeFenced}) until {@link shutdown}.
    */
+  async stop(): Promise<void> {
+    this.stopped ??= this.stopTakingLocks();
+    await this.stopped;
+  }
+
+  /** {@link stop}s, then closes subscriptions and the connections the store owns. */
   async shutdown(): Promise<void> {
-    if (this.closed) return;
+    await this.stop();
+    this.storeClosed ??= this.store.close();
+    await this.storeClosed;
+  }
+
+  private async stopTakingLocks(): Promise<void> {
     this.closed = true;
     const waiting = this.waiters.close(shutDownError());
     const held = this.watchdog.stop();
@@ -203,7 +224,6 @@ export class LockEngine implements AcquisitionHost, LockOwner {
       new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_RELEASE_TIMEOUT))),
     ]);
     clearTimeout(timer);
-    await this.store.close();
   }
 
   private start(name: string, options: ResolvedAcquireOptions): Acquisition {
@@ -245,7 +265,10 @@ export class LockEngine implements AcquisitionHost, LockOwner {
     if (
       successor !== undefined &&
       successorFencingToken !== undefined &&
-      !this.waiters.handOver(lock.key, successor, successorFencingToken, sentAt)
+      !this.waiters.handOver(lock.key, successor, successorFencingToken, sentAt) &&
+      // The successor's own attempt, sent after this release, may have answered first (replies
+      // to one connection can be handled out of order): then it holds the lock, and keeps it.
+      !this.holds(successor)
     ) {
       // The successor stopped waiting meanwhile: the lock goes on to the next in line.
       this.store.release(lock.key, successor).catch(() => undefined);

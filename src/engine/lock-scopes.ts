@@ -1,8 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { LockNotAcquiredError } from '../lock.errors.js';
+import { LockKindError, LockNotAcquiredError } from '../lock.errors.js';
 import { toRedisKey } from '../keys/lock-keys.js';
 import type { Lock } from '../lock.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
+import { covers, describeKind, kindOf, kindOfToken } from '../store/lock-kind.js';
 import { monotonicNow } from './clock.js';
 import type { HeldLock } from './held-lock.js';
 import { Tenure } from './tenure.js';
@@ -59,18 +60,20 @@ export class LockScopes {
       throw error;
     }
     const { taken, reused } = tenures;
-    const all = [...taken, ...reused].sort((a, b) => compare(a.lock.key, b.lock.key));
-    const scope: Scope = {
-      current: all[0].lock,
-      locks: new Map([...(outer ?? []), ...all.map((t) => [t.lock.key, t] as const)]),
-    };
+    // Each list is in key order already: only a mix of both needs sorting.
+    const all =
+      reused.length === 0
+        ? taken
+        : taken.length === 0
+          ? reused
+          : [...taken, ...reused].sort((a, b) => compare(a.lock.key, b.lock.key));
+    const locks = new Map(outer);
+    for (const tenure of all) locks.set(tenure.lock.key, tenure);
+    const scope: Scope = { current: all[0].lock, locks };
     const end = () => {
       for (const tenure of reused) tenure.leave();
       return Promise.all(
-        taken.map(async (tenure) => {
-          await tenure.end();
-          await this.host.releaseAfterWork(tenure.lock);
-        }),
+        taken.map((tenure) => tenure.end(() => this.host.releaseAfterWork(tenure.lock))),
       );
     };
     let result: T;
@@ -94,15 +97,19 @@ export class LockScopes {
     options: ResolvedAcquireOptions,
     outer: Map<string, Tenure> | undefined,
   ): Promise<{ taken: Tenure[]; reused: Tenure[] }> {
-    const keys = [...new Map(names.map((name) => [toRedisKey(this.keyPrefix, name), name]))].sort(
-      ([a], [b]) => compare(a, b),
-    );
+    const keys =
+      names.length === 1
+        ? [[toRedisKey(this.keyPrefix, names[0]), names[0]] as const]
+        : [...new Map(names.map((name) => [toRedisKey(this.keyPrefix, name), name]))].sort(
+            ([a], [b]) => compare(a, b),
+          );
     const deadline = monotonicNow() + options.waitTimeout;
     const taken: Tenure[] = [];
     const reused: Tenure[] = [];
     try {
       for (const [key, name] of keys) {
         const shared = outer?.get(key);
+        if (shared) checkReuse(shared.lock, options);
         if (shared?.join()) {
           reused.push(shared);
           continue;
@@ -116,6 +123,23 @@ export class LockScopes {
       throw error;
     }
     return { taken, reused };
+  }
+}
+
+/**
+ * Nested work asks for a key that the surrounding work holds: it reuses the hold if the hold
+ * covers what it asks for (see `covers`).
+ * @throws LockKindError for an upgrade, which would wait for the surrounding work to end
+ */
+function checkReuse(held: HeldLock, options: ResolvedAcquireOptions): void {
+  const heldKind = kindOfToken(held.token);
+  const asked = kindOf(options);
+  if (!covers(heldKind, asked)) {
+    throw new LockKindError(
+      held.key,
+      `${describeKind(heldKind)} by the surrounding work`,
+      `${describeKind(asked)} inside it, which would wait for that work to end`,
+    );
   }
 }
 

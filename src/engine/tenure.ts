@@ -11,8 +11,8 @@ export class Tenure {
   /** The work that took the lock, and the reusers that have not settled yet. */
   private users = 1;
   private ending = false;
-  private settle!: () => void;
-  private readonly settled = new Promise<void>((resolve) => (this.settle = resolve));
+  /** Set when the work settles before its reusers: what their last one runs when it settles. */
+  private whenSettled?: () => void;
 
   constructor(readonly lock: HeldLock) {}
 
@@ -23,16 +23,24 @@ export class Tenure {
     return true;
   }
 
-  /** A reuser (or, through {@link end}, the work that took the lock) has settled. */
+  /** A reuser has settled. */
   leave(): void {
     if (--this.users > 0) return;
     this.ending = true;
-    this.settle();
+    this.whenSettled?.();
   }
 
-  /** The work that took the lock has settled: resolves once every reuser has too. */
-  end(): Promise<void> {
+  /**
+   * The work that took the lock has settled: runs `then` (the release) once every reuser has
+   * too, at once when none is left, which is the common case and costs no promise of its own.
+   */
+  end<T>(then: () => Promise<T>): Promise<T> {
+    if (this.users === 1) {
+      this.leave();
+      return then();
+    }
+    const settled = new Promise<void>((resolve) => (this.whenSettled = resolve));
     this.leave();
-    return this.settled;
+    return settled.then(then);
   }
 }

@@ -8,13 +8,16 @@ const POOL_TOKENS = 256;
 let pool = Buffer.alloc(0);
 let offset = 0;
 
-/** A fresh 128-bit random token from `crypto`, as 32 hex characters. */
-export function newToken(): string {
+/**
+ * A fresh 128-bit random token from `crypto`, as 32 hex characters after `tag` (which names
+ * the kind of lock it is for: see `tagOf`).
+ */
+export function newToken(tag = ''): string {
   if (offset >= pool.length) {
     pool = randomBytes(TOKEN_BYTES * POOL_TOKENS);
     offset = 0;
   }
   const token = pool.toString('hex', offset, offset + TOKEN_BYTES);
   offset += TOKEN_BYTES;
-  return token;
+  return tag + token;
 }

@@ -94,7 +94,15 @@ export class Waiters {
   }
 
   private open(key: string, pttl: number): KeyQueue {
-    const queue = new KeyQueue(key, pttl, this.queueing, (emptied) => this.linger(emptied));
+    const queue = new KeyQueue(
+      key,
+      pttl,
+      this.queueing,
+      (emptied) => this.linger(emptied),
+      // A renewal that fails costs at most those callers their places: they queue again when
+      // they reach the head.
+      (tokens) => void this.store.keepPlaces(key, tokens).catch(() => undefined),
+    );
     this.queues.set(key, queue);
     this.store
       .subscribe(key, (message) => queue.heardRelease(message))

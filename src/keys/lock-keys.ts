@@ -15,6 +15,10 @@ import { hashTag, slotOf, slotTag } from './cluster-slots.js';
  *
  *   {K}:queue     {T}:queue:K      the queue of waiters of lock key K (zset) …
  *   {K}:waiters   {T}:waiters:K    … and their leases (hash); both deleted with the last waiter
+ *   {K}:holders   {T}:holders:K    a semaphore's or read-write lock's holders (zset: token by
+ *                                  expiry), and its own queue of waiters and their leases …
+ *   {K}:line      {T}:line:K       … (zset and hash, as the mutex's): all three deleted with
+ *   {K}:places    {T}:places:K     the last holder or waiter
  *   {R}:fenced    {T}:fenced:R     the guard of data key R
  *   {S}:fence                      a fencing counter: one per hash slot on a Cluster (S: the
  *                                  slot's tag, see slotTag), one per server elsewhere (S empty)
@@ -72,7 +76,7 @@ function checkedKey(what: string, prefix: string, key: unknown): string {
 }
 
 /** What the library keeps beside a lock key (its waiters) or a data key (its guard). */
-export type SideKeyRole = 'queue' | 'waiters' | 'fenced';
+export type SideKeyRole = 'queue' | 'waiters' | 'fenced' | 'holders' | 'line' | 'places';
 
 /**
  * A key that the library keeps beside a lock or data key, in the same Redis Cluster hash slot:
@@ -103,5 +107,31 @@ export function scriptKeysOf(redisKey: string, perSlot: boolean): ScriptKeys {
     fenceKeyOf(redisKey, perSlot),
     sideKeyOf(redisKey, 'queue'),
     sideKeyOf(redisKey, 'waiters'),
+  ];
+}
+
+/**
+ * The keys of the semaphore and read-write scripts: the lock key (which holds the kind's marker
+ * while anybody holds a permit), the fencing counter, the queue of waiters and their leases
+ * (laid out as the mutex's, in keys of their own), the holders, and the mutex's queue.
+ */
+export type SharedScriptKeys = [
+  lock: string,
+  fence: string,
+  line: string,
+  places: string,
+  holders: string,
+  mutexQueue: string,
+];
+
+/** The lock key followed by the keys the semaphore and read-write scripts keep beside it. */
+export function sharedScriptKeysOf(redisKey: string, perSlot: boolean): SharedScriptKeys {
+  return [
+    redisKey,
+    fenceKeyOf(redisKey, perSlot),
+    sideKeyOf(redisKey, 'line'),
+    sideKeyOf(redisKey, 'places'),
+    sideKeyOf(redisKey, 'holders'),
+    sideKeyOf(redisKey, 'queue'),
   ];
 }

@@ -1,4 +1,5 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import type { MemoryLockSpace } from '../store/memory/memory-space.js';
 
 /** One Redis server: a `redis://` / `rediss://` URL, ioredis options, or an ioredis client. */
 export type RedisServerConfig = string | RedisOptions | Redis;
@@ -7,6 +8,23 @@ export type RedisServerConfig = string | RedisOptions | Redis;
 export interface RedisClusterConfig {
   cluster: ClusterNode[];
   clusterOptions?: ClusterOptions;
+}
+
+/**
+ * A ZooKeeper ensemble for the locks (the `zookeeper` module option, in its long form).
+ */
+export interface ZooKeeperOptions {
+  /** `'host:port[,host:port…]'`, optionally followed by a chroot path. */
+  connectionString: string;
+  /**
+   * The session timeout asked of the server, in ms: the lease of every lock of this process
+   * (a crashed process's locks go when its session expires). Default: 1.5 × the module's
+   * `ttl` if given, else 30 000. The server clamps it into its own bounds (by default 2 to 20
+   * times its tickTime).
+   */
+  sessionTimeout?: number;
+  /** The node under which the locks live. Default `'/locks'`. */
+  root?: string;
 }
 
 /**
@@ -26,9 +44,20 @@ export interface LockModuleOptions {
    * closed on shutdown. Default: `redis://127.0.0.1:6379`.
    */
   redis?: RedisServerConfig | Cluster | RedisClusterConfig | RedisServerConfig[];
+  /**
+   * Instead of Redis, a ZooKeeper ensemble: `'zk1:2181,zk2:2181,zk3:2181'` or
+   * {@link ZooKeeperOptions}. Needs the package `node-zookeeper-client`. A lock's validity is
+   * bounded by the session (its `ttl` may be at most two thirds of the session timeout);
+   * `holdFor`, `watchdog: false`, `fair: false` and `waitForReplicas` are refused. See
+   * docs/zookeeper.md.
+   */
+  zookeeper?: string | ZooKeeperOptions;
   /** Prepended to every key. Default `'lock:'`. Must not contain `{` or `}`. */
   keyPrefix?: string;
-  /** Lock time-to-live in ms. Default 30 000. */
+  /**
+   * Lock time-to-live in ms. Default 30 000 (with `zookeeper`: two thirds of the session
+   * timeout).
+   */
   ttl?: number;
   /** How long `acquire()` waits for a held lock by default, in ms (`Infinity` allowed). Default 10 000. */
   waitTimeout?: number;
@@ -47,6 +76,11 @@ export interface LockModuleOptions {
    * `'memory'`, leave `redis` unset.
    */
   store?: 'redis' | 'memory';
+  /**
+   * With `store: 'memory'`: the space whose locks this module shares, instead of the one that
+   * every memory store of the process shares. A new space per unit test isolates the tests.
+   */
+  memorySpace?: MemoryLockSpace;
   /** Longest wait for one Redis round trip before it counts as a connection failure, in ms. Default 5 000. */
   commandTimeout?: number;
   /**
@@ -89,6 +123,20 @@ export interface AcquireOptions {
    * as it aborts is given back. Once the lock is held, the signal has no effect.
    */
   signal?: AbortSignal;
+  /**
+   * A counting semaphore: up to `limit` callers hold the key at once, each with a permit of its
+   * own (token, fencing token, watchdog, signal), served in arrival order. An integer from 1;
+   * `1` (the default) is the mutex. Every caller of one key must give the same `limit` (else
+   * `LockKindError`). Not with `mode`. Not on RedLock.
+   */
+  limit?: number;
+  /**
+   * A read-write lock: `'read'` holders share the key, a `'write'` holder excludes everyone.
+   * Callers are served in arrival order, so readers that come after a waiting writer wait
+   * behind it. Give `mode` on every caller of the key, writers included: a plain (mutex)
+   * caller is not a writer of the read-write lock (see `LockKindError`). Not on RedLock.
+   */
+  mode?: 'read' | 'write';
 }
 
 /** Where the locks live, once validated. */
@@ -97,11 +145,17 @@ export type ResolvedRedis =
   | { topology: 'cluster'; config: Cluster | RedisClusterConfig }
   | { topology: 'redlock'; nodes: RedisServerConfig[] };
 
+/** The ZooKeeper backend's options, once validated. */
+export type ResolvedZooKeeper = Required<ZooKeeperOptions>;
+
 /** Module options after validation, with every default filled in. */
 export interface ResolvedLockOptions {
-  store: 'redis' | 'memory';
+  store: 'redis' | 'memory' | 'zookeeper';
+  memorySpace?: MemoryLockSpace;
   fair: boolean;
   redis: ResolvedRedis;
+  /** Set when `store` is `'zookeeper'`. */
+  zookeeper?: ResolvedZooKeeper;
   keyPrefix: string;
   ttl: number;
   waitTimeout: number;
@@ -119,4 +173,6 @@ export type ResolvedAcquireOptions = Pick<
 > & {
   holdFor?: number;
   signal?: AbortSignal;
+  limit?: number;
+  mode?: 'read' | 'write';
 };

@@ -173,7 +173,8 @@ function isClusterConfig(value: unknown): value is Record<string, unknown> {
   return isRecord(value) && !isRedisClient(value) && 'cluster' in value;
 }
 
-function isClusterClient(value: unknown): value is Cluster {
+/** Tells an ioredis `Cluster` (of any copy of ioredis, hence no `instanceof`) from a `Redis`. */
+export function isClusterClient(value: unknown): value is Cluster {
   return isRedisClient(value) && typeof (value as Cluster).nodes === 'function';
 }
 

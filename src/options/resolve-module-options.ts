@@ -7,6 +7,7 @@ import {
   DEFAULT_WAIT_TIMEOUT,
 } from '../lock.constants.js';
 import { LockOptionsError } from '../lock.errors.js';
+import { MemoryLockSpace } from '../store/memory/memory-space.js';
 import type {
   LockModuleOptions,
   ResolvedLockOptions,
@@ -21,15 +22,18 @@ import {
   requireObject,
 } from './option-checks.js';
 import { resolveRedis } from './redis-topology.js';
+import { resolveZooKeeper } from './zookeeper-options.js';
 
 const MODULE_OPTION_NAMES = new Set([
   'redis',
+  'zookeeper',
   'keyPrefix',
   'ttl',
   'waitTimeout',
   'watchdog',
   'commandTimeout',
   'store',
+  'memorySpace',
   'fair',
   'nodeTimeout',
   'driftFactor',
@@ -52,12 +56,14 @@ type GivenOptions = Record<string, unknown>;
 export function resolveModuleOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
   const given = requireObject('options', options ?? {});
   rejectUnknown(given, MODULE_OPTION_NAMES);
+  if (given.zookeeper !== undefined) return resolveZooKeeperModule(given);
   const store = resolveStore(given);
   const redis = resolveRedis(given.redis);
   rejectOptionsOfOtherTopologies(given, redis);
   const { ttl, commandTimeout, nodeTimeout } = resolveTimeouts(given, redis);
   const resolved: ResolvedLockOptions = {
     store,
+    memorySpace: resolveMemorySpace(given.memorySpace, store),
     fair: checkBoolean('fair', given.fair ?? redis.topology !== 'redlock'),
     redis,
     keyPrefix: resolveKeyPrefix(given.keyPrefix),
@@ -69,6 +75,38 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
     driftFactor: resolveDriftFactor(given.driftFactor),
   };
   return { ...resolved, waitForReplicas: resolveWaitForReplicas(given.waitForReplicas, resolved) };
+}
+
+function resolveMemorySpace(
+  space: unknown,
+  store: ResolvedLockOptions['store'],
+): MemoryLockSpace | undefined {
+  if (space === undefined) return undefined;
+  if (store !== 'memory') {
+    throw new LockOptionsError('memorySpace', space, `nothing unless store is 'memory'`);
+  }
+  if (!(space instanceof MemoryLockSpace)) {
+    throw new LockOptionsError('memorySpace', space, 'a MemoryLockSpace');
+  }
+  return space;
+}
+
+/** The options with `zookeeper`, which refuses the options of the Redis topologies. */
+function resolveZooKeeperModule(given: GivenOptions): ResolvedLockOptions {
+  const { zookeeper, ttl } = resolveZooKeeper(given);
+  return {
+    store: 'zookeeper',
+    fair: true,
+    redis: { topology: 'single', config: {} },
+    zookeeper,
+    keyPrefix: resolveKeyPrefix(given.keyPrefix),
+    ttl,
+    waitTimeout: checkWaitTimeout('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT),
+    watchdog: true,
+    commandTimeout: checkTimeout('commandTimeout', given.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT),
+    nodeTimeout: DEFAULT_NODE_TIMEOUT,
+    driftFactor: resolveDriftFactor(given.driftFactor),
+  };
 }
 
 function resolveStore(given: GivenOptions): ResolvedLockOptions['store'] {

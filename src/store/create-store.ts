@@ -7,16 +7,26 @@ import { MemoryLockStore } from './memory/memory.store.js';
 import { createClusterClient, createRedisClient } from './redis/redis-clients.js';
 import { RedisLockStore } from './redis/redis.store.js';
 import { RedlockLockStore } from './redlock/redlock.store.js';
+import { ZooKeeperLockStore } from './zookeeper/zookeeper.store.js';
 
 /**
- * The store for the configured topology: memory, one Redis (or Sentinel), Cluster or RedLock.
+ * The store for the configured topology: memory, ZooKeeper, one Redis (or Sentinel), Cluster or
+ * RedLock.
  * @param warn receives the connection problems that no caller is waiting for
  */
 export function createStore(
   options: ResolvedLockOptions,
   warn: (message: string) => void,
 ): LockStore {
-  if (options.store === 'memory') return new MemoryLockStore(options.fair);
+  if (options.store === 'memory') {
+    return new MemoryLockStore(options.fair, options.memorySpace?.state);
+  }
+  if (options.zookeeper) {
+    return new ZooKeeperLockStore({
+      ...options.zookeeper,
+      commandTimeout: options.commandTimeout,
+    });
+  }
   const { redis } = options;
   const storeOn = (client: Redis | Cluster, ownsClient: boolean, where = '') =>
     new RedisLockStore({

@@ -44,6 +44,12 @@ export interface LockStore {
    */
   release(key: string, token: string, successor?: string): Promise<ReleaseOutcome>;
   /**
+   * Renews the queue leases of `tokens` that still have a place in `key`'s queue (never gives
+   * one), as their attempts would: for waiters that wait behind another of their process, which
+   * alone makes attempts. A store without a queue does nothing.
+   */
+  keepPlaces(key: string, tokens: readonly string[]): Promise<void>;
+  /**
    * Compare-and-pexpire for each entry, in one round trip; `false` where the token is gone,
    * `undefined` where the store could not tell (RedLock: too few masters answered for it).
    */

@@ -1,15 +1,17 @@
 import { monotonicNow } from '../../engine/clock.js';
 import {
+  QUEUE_LEASE,
   HANDOVER_LEASE,
   handoverTo,
-  QUEUE_LEASE,
   type AcquireAttempt,
   type FencedWriteOutcome,
   type LockStore,
   type ReleaseOutcome,
   type RenewalEntry,
 } from '../lock-store.interface.js';
-import { processSpace, type MemorySpace, type QueuePlace } from './memory-space.js';
+import { isShared } from '../lock-kind.js';
+import { processSpace, type MemorySpace } from './memory-space.js';
+import { MemorySharedLocks } from './memory-shared-locks.js';
 
 /**
  * The lock store for a single process, without Redis: for single-instance apps and for unit
@@ -18,6 +20,8 @@ import { processSpace, type MemorySpace, type QueuePlace } from './memory-space.
  */
 export class MemoryLockStore implements LockStore {
   private readonly subscriptions = new Set<() => void>();
+  /** Semaphores and read-write locks. */
+  private readonly shared: MemorySharedLocks;
 
   /**
    * @param fair whether waiters queue (see the Redis store); when false, releases that nobody
@@ -26,9 +30,17 @@ export class MemoryLockStore implements LockStore {
   constructor(
     private readonly fair: boolean,
     private readonly space: MemorySpace = processSpace,
-  ) {}
+  ) {
+    this.shared = new MemorySharedLocks(
+      space,
+      fair,
+      () => this.nextFence(),
+      (key, message) => this.announce(key, message),
+    );
+  }
 
   async acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt> {
+    if (isShared(token)) return this.shared.acquire(key, token, ttl, queue);
     let held = this.space.live(this.space.locks, key);
     if (!held) {
       const head = this.liveHead(key);
@@ -46,18 +58,13 @@ export class MemoryLockStore implements LockStore {
       return { acquired: true, fencingToken: this.nextFence() };
     }
     const now = monotonicNow();
-    if (queue) {
-      let waiting = this.space.queues.get(key);
-      if (!waiting) this.space.queues.set(key, (waiting = new Map<string, QueuePlace>()));
-      const place = waiting.get(token);
-      if (place) place.leaseEnd = now + QUEUE_LEASE;
-      else waiting.set(token, { leaseEnd: now + QUEUE_LEASE, ttl });
-    }
+    if (queue) this.space.joinQueue(this.space.queues, key, token, ttl);
     const holder = this.space.live(this.space.locks, key);
     return { acquired: false, pttl: holder ? Math.ceil(holder.expiresAt - now) : -2 };
   }
 
   async release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
+    if (isShared(token)) return this.shared.release(key, token, successor);
     this.leaveQueue(key, token);
     if (this.space.live(this.space.locks, key)?.value !== token) return { released: false };
     this.space.locks.delete(key);
@@ -81,20 +88,11 @@ export class MemoryLockStore implements LockStore {
   }
 
   private liveHead(key: string): string | undefined {
-    const waiting = this.space.queues.get(key);
-    if (!waiting) return undefined;
-    const now = monotonicNow();
-    for (const [token, place] of waiting) {
-      if (place.leaseEnd > now) return token;
-      waiting.delete(token);
-    }
-    this.space.queues.delete(key);
-    return undefined;
+    return this.space.liveHead(this.space.queues, key);
   }
 
   private leaveQueue(key: string, token: string): void {
-    const waiting = this.space.queues.get(key);
-    if (waiting?.delete(token) && waiting.size === 0) this.space.queues.delete(key);
+    this.space.leaveQueue(this.space.queues, key, token);
   }
 
   /**
@@ -122,9 +120,21 @@ export class MemoryLockStore implements LockStore {
     }
   }
 
+  async keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
+    const leaseEnd = monotonicNow() + QUEUE_LEASE;
+    for (const queues of [this.space.queues, this.space.lines]) {
+      const waiting = queues.get(key);
+      for (const token of tokens) {
+        const place = waiting?.get(token);
+        if (place) place.leaseEnd = leaseEnd;
+      }
+    }
+  }
+
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
     const now = monotonicNow();
     return entries.map(({ key, token, ttl }) => {
+      if (isShared(token)) return this.shared.renew(key, token, ttl);
       const held = this.space.live(this.space.locks, key);
       if (held?.value !== token) return false;
       held.expiresAt = now + ttl;

@@ -1,14 +1,21 @@
-import { Cluster, type Redis } from 'ioredis';
-import { FENCE_TTL } from '../../lock.constants.js';
+import type { Cluster, Redis } from 'ioredis';
+import { isClusterClient } from '../../options/redis-topology.js';
 import { slotOf } from '../../keys/cluster-slots.js';
-import { fenceKeyOf, scriptKeysOf } from '../../keys/lock-keys.js';
-import { ACQUIRE_SCRIPT } from './scripts/acquire.script.js';
+import { fenceKeyOf, scriptKeysOf, sharedScriptKeysOf, sideKeyOf } from '../../keys/lock-keys.js';
+import { isShared, kindConflict } from '../lock-kind.js';
+import { ACQUIRE_SCRIPT, type AcquireArgs } from './scripts/acquire.script.js';
 import { FENCED_WRITE_SCRIPT } from './scripts/fenced-write.script.js';
 import { CLAIM_SCRIPT } from './scripts/claim.script.js';
-import { RELEASE_SCRIPT } from './scripts/release.script.js';
+import { RELEASE_SCRIPT, type ReleaseArgs } from './scripts/release.script.js';
+import { KEEP_PLACES_SCRIPT } from './scripts/keep-places.script.js';
 import { RENEW_SCRIPT } from './scripts/renew.script.js';
 import {
-  HANDOVER_LEASE,
+  SHARED_ACQUIRE_SCRIPT,
+  type SharedAttempt,
+} from './scripts/shared/shared-acquire.script.js';
+import { SHARED_RELEASE_SCRIPT } from './scripts/shared/shared-release.script.js';
+import { SHARED_RENEW_SCRIPT } from './scripts/shared/shared-renew.script.js';
+import {
   QUEUE_LEASE,
   type AcquireAttempt,
   type FencedWriteOutcome,
@@ -23,6 +30,11 @@ import { timedCommand, type TimedCommand } from './timed-command.js';
 
 /** Keys per renewal script call, so that one call never blocks Redis for long. */
 const RENEW_CHUNK = 500;
+/**
+ * Renewal calls written in one turn of the event loop: up to 2,000 locks due renew in one
+ * pipelined round trip, and more never hold the loop for longer than a few milliseconds.
+ */
+const CHUNKS_PER_TURN = 4;
 
 /** How the module sets up a {@link RedisLockStore}. */
 export interface RedisLockStoreOptions {
@@ -55,7 +67,7 @@ export class RedisLockStore implements LockStore {
 
   constructor(private readonly options: RedisLockStoreOptions) {
     this.client = options.client;
-    this.cluster = this.client instanceof Cluster;
+    this.cluster = isClusterClient(this.client);
     this.command = timedCommand(options.commandTimeout);
     this.channels = new ReleaseChannels(this.client, this.command, options.onError);
     if (options.ownsClient) {
@@ -81,19 +93,16 @@ export class RedisLockStore implements LockStore {
     // Not awaited off a Cluster: an await per command is measurable on the hot path.
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
     const connection = this.replicas?.connection ?? 0;
-    const reply = this.command(key, 'acquire', () =>
-      ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), [
-        token,
-        ttl,
-        FENCE_TTL,
-        key,
-        queue ? 1 : 0,
-        QUEUE_LEASE,
-        publish,
-        HANDOVER_LEASE,
-      ]),
+    const args: AcquireArgs = [token, ttl, queue ? 1 : 0, publish];
+    const reply = this.command(key, 'acquire', (): Promise<SharedAttempt> =>
+      isShared(token)
+        ? SHARED_ACQUIRE_SCRIPT.run(this.client, sharedScriptKeysOf(key, this.cluster), args)
+        : ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), args),
     );
-    const attempt = await reply.catch((error) => {
+    let attempt: SharedAttempt;
+    try {
+      attempt = await reply;
+    } catch (error) {
       // An attempt that timed out may still reach Redis later and take the lock or a place in
       // its queue; once it has, give back whatever it took (release also leaves the queue).
       void reply.late.then(
@@ -101,10 +110,11 @@ export class RedisLockStore implements LockStore {
         () => undefined,
       );
       throw error;
-    });
-    if (!attempt.acquired) return attempt;
+    }
+    if ('heldAs' in attempt) throw kindConflict(key, token, attempt.heldAs);
+    if (!attempt.acquired || !this.replicas) return attempt;
     try {
-      await this.replicas?.replicated(key, 'acquire', connection);
+      await this.replicas.replicated(key, 'acquire', connection);
     } catch (error) {
       if (!inUse()) await this.release(key, token).catch(() => undefined);
       throw error;
@@ -134,6 +144,17 @@ export class RedisLockStore implements LockStore {
     await this.releaseScript(key, token, false, '');
   }
 
+  async keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
+    for (const shared of [false, true]) {
+      const ofKind = tokens.filter((token) => isShared(token) === shared);
+      if (ofKind.length === 0) continue;
+      const places = sideKeyOf(key, shared ? 'places' : 'waiters');
+      await this.command(key, 'keep places', () =>
+        KEEP_PLACES_SCRIPT.run(this.client, [places], [QUEUE_LEASE, ...ofKind]),
+      );
+    }
+  }
+
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
     // A script's keys must share one hash slot on a Cluster, so renewals are batched per slot
     // there (ioredis still pipelines the calls to each node); elsewhere, in chunks.
@@ -142,7 +163,15 @@ export class RedisLockStore implements LockStore {
     const calls: Promise<boolean[]>[] = [];
     for (const batch of batches) {
       for (let i = 0; i < batch.length; i += RENEW_CHUNK) {
-        calls.push(this.renewChunk(batch.slice(i, i + RENEW_CHUNK)));
+        // Writing a chunk's command takes the event loop most of a millisecond: with many locks
+        // due at once, let the application's other work run between runs of chunks. A chunk
+        // that fails meanwhile is not an unhandled rejection: Promise.all below has it.
+        if (calls.length > 0 && calls.length % CHUNKS_PER_TURN === 0) {
+          await new Promise(setImmediate);
+        }
+        const call = this.renewChunk(batch.slice(i, i + RENEW_CHUNK));
+        call.catch(() => undefined);
+        calls.push(call);
       }
     }
     const replies = (await Promise.all(calls)).flat();
@@ -170,7 +199,7 @@ export class RedisLockStore implements LockStore {
       CLAIM_SCRIPT.run(
         this.client,
         [key, fenceKeyOf(key, this.cluster)],
-        [fencingToken, FENCE_TTL, token, ttl],
+        [fencingToken, token, ttl],
       ),
     );
   }
@@ -210,27 +239,46 @@ export class RedisLockStore implements LockStore {
     successor: string,
   ): Promise<ReleaseOutcome> {
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
+    const args: ReleaseArgs = [token, announce ? 1 : 0, publish, successor];
     return this.command(key, 'release', () =>
-      RELEASE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), [
-        token,
-        key,
-        FENCE_TTL,
-        announce ? 1 : 0,
-        publish,
-        HANDOVER_LEASE,
-        successor,
-      ]),
+      isShared(token)
+        ? SHARED_RELEASE_SCRIPT.run(this.client, sharedScriptKeysOf(key, this.cluster), args)
+        : RELEASE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), args),
     );
   }
 
   private renewChunk(chunk: readonly RenewalEntry[]): Promise<boolean[]> {
-    return this.command(chunk[0].key, 'renew', () =>
-      RENEW_SCRIPT.run(
-        this.client,
-        chunk.map((entry) => entry.key),
-        chunk.flatMap((entry) => [entry.token, entry.ttl]),
-      ),
-    );
+    return this.command(chunk[0].key, 'renew', async () => {
+      const shared = chunk.filter((entry) => isShared(entry.token));
+      if (shared.length === 0) {
+        return RENEW_SCRIPT.run(
+          this.client,
+          chunk.map((entry) => entry.key),
+          chunk.flatMap((entry) => [entry.token, entry.ttl]),
+        );
+      }
+      // Semaphore permits and read-write shares renew with a script of their own, in the same
+      // round trip (ioredis pipelines the two calls); the replies go back in the chunk's order.
+      const mutexes = chunk.filter((entry) => !isShared(entry.token));
+      const [mutexReplies, sharedReplies] = await Promise.all([
+        mutexes.length === 0
+          ? []
+          : RENEW_SCRIPT.run(
+              this.client,
+              mutexes.map((entry) => entry.key),
+              mutexes.flatMap((entry) => [entry.token, entry.ttl]),
+            ),
+        SHARED_RENEW_SCRIPT.run(
+          this.client,
+          shared.flatMap((entry) => [entry.key, sideKeyOf(entry.key, 'holders')]),
+          shared.flatMap((entry) => [entry.token, entry.ttl]),
+        ),
+      ]);
+      const replies = new Map<RenewalEntry, boolean>();
+      mutexes.forEach((entry, i) => replies.set(entry, mutexReplies[i]));
+      shared.forEach((entry, i) => replies.set(entry, sharedReplies[i]));
+      return chunk.map((entry) => replies.get(entry) === true);
+    });
   }
 }
 

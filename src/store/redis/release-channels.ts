@@ -1,4 +1,5 @@
-import { Cluster, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { isClusterClient } from '../../options/redis-topology.js';
 import { LockConnectionError } from '../../lock.errors.js';
 import { closeConnection } from './redis-clients.js';
 import type { TimedCommand } from './timed-command.js';
@@ -44,7 +45,7 @@ export class ReleaseChannels {
     private readonly command: TimedCommand,
     private readonly onError: (message: string, error: unknown) => void,
   ) {
-    this.cluster = client instanceof Cluster;
+    this.cluster = isClusterClient(client);
   }
 
   /** Calls `onRelease` with each message published on `key`'s channel, until unsubscribed. */
@@ -106,17 +107,16 @@ export class ReleaseChannels {
       // at once (it is made when a caller starts to wait, after the boot), and without the
       // ready check: ioredis writes SUBSCRIBE (allowed while a server loads) as soon as the
       // socket is up, and the check's INFO, sent after it, would be refused in subscriber mode.
-      const subscriber =
-        this.client instanceof Cluster
-          ? this.client.duplicate([], {
-              shardedSubscribers: pubsub === PUBSUB.sharded,
-              lazyConnect: false,
-            })
-          : this.client.duplicate({
-              enableOfflineQueue: true,
-              lazyConnect: false,
-              enableReadyCheck: false,
-            });
+      const subscriber = isClusterClient(this.client)
+        ? this.client.duplicate([], {
+            shardedSubscribers: pubsub === PUBSUB.sharded,
+            lazyConnect: false,
+          })
+        : this.client.duplicate({
+            enableOfflineQueue: true,
+            lazyConnect: false,
+            enableReadyCheck: false,
+          });
       subscriber.on('error', (error) => this.onError('Redis subscriber error', error));
       subscriber.on(pubsub.event, (channel: string, message: string) => {
         for (const listener of this.listeners.get(channel) ?? []) listener(message);

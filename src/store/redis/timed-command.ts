@@ -11,30 +11,41 @@ export type TimedCommand = <T>(
   call: () => Promise<T>,
 ) => Promise<T> & { late: Promise<T> };
 
-/** The {@link TimedCommand} of a store whose commands get `commandTimeout` ms each. */
-export function timedCommand(commandTimeout: number): TimedCommand {
+/**
+ * The {@link TimedCommand} of a store whose commands get `commandTimeout` ms each. It is on the
+ * path of every acquisition and release, so it settles with one promise of its own, not a chain.
+ * @param server what answers, for the error messages
+ */
+export function timedCommand(commandTimeout: number, server = 'Redis'): TimedCommand {
   return <T>(key: string, operation: string, call: () => Promise<T>) => {
     const late = call();
-    let timer: NodeJS.Timeout | undefined;
     const limited = new Promise<T>((resolve, reject) => {
-      timer = setTimeout(
+      const timer = setTimeout(
         () =>
           reject(
             new LockConnectionError(
               key,
-              `${operation} got no answer from Redis within ${commandTimeout} ms`,
+              `${operation} got no answer from ${server} within ${commandTimeout} ms`,
             ),
           ),
         commandTimeout,
       );
-      late.then(resolve, (error: unknown) =>
-        reject(
-          new LockConnectionError(key, `${operation} failed: ${messageOf(error)}`, {
-            cause: error,
-          }),
-        ),
+      late.then(
+        (reply) => {
+          clearTimeout(timer);
+          resolve(reply);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(
+            new LockConnectionError(key, `${operation} failed: ${messageOf(error)}`, {
+              cause: error,
+            }),
+          );
+        },
       );
-    }).finally(() => clearTimeout(timer));
-    return Object.assign(limited, { late });
+    }) as Promise<T> & { late: Promise<T> };
+    limited.late = late;
+    return limited;
   };
 }

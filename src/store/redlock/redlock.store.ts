@@ -6,6 +6,7 @@ import type {
   ReleaseOutcome,
   RenewalEntry,
 } from '../lock-store.interface.js';
+import { isShared, kindOfToken, notOnRedlock } from '../lock-kind.js';
 import type { RedisLockStore } from '../redis/redis.store.js';
 import { askMasters, count, type RedlockMaster, type Tally } from './ask-masters.js';
 
@@ -50,6 +51,7 @@ export class RedlockLockStore implements LockStore {
   }
 
   async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
+    if (isShared(token)) throw notOnRedlock(kindOfToken(token));
     const validUntil = monotonicNow() + ttl - driftOf(ttl, this.driftFactor);
     const votes = await askMasters(
       this.masters,
@@ -100,6 +102,9 @@ export class RedlockLockStore implements LockStore {
     });
     return { released };
   }
+
+  /** RedLock keeps no queue (waiters race for a released lock): nothing to keep. */
+  async keepPlaces(): Promise<void> {}
 
   /**
    * Each entry is decided on its own: renewed by a majority, lost on too many masters, or

@@ -1,28 +1,19 @@
 import type { ScriptKeys } from '../../../keys/lock-keys.js';
 import type { AcquireAttempt } from '../../lock-store.interface.js';
 import { LuaScript } from './lua-script.js';
+import { NEXT_FENCE_LUA } from './fence.lua.js';
 import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
 import { integerOf, pairOf } from './script-reply.js';
 
 /** The arguments of {@link ACQUIRE_SCRIPT} (ARGV), durations in ms. */
-export type AcquireArgs = [
-  token: string,
-  ttl: number,
-  fenceTtl: number,
-  channel: string,
-  queue: 0 | 1,
-  queueLease: number,
-  publish: PublishCommand,
-  handoverLease: number,
-];
+export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: PublishCommand];
 
 /**
  * One acquisition attempt: takes the lock if it is free and nobody queues before the caller,
  * and otherwise (when asked to) puts the caller in the queue or renews its place there.
  *
- * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), fencing counter ttl (ms), release
- * channel, 1 to queue up when the lock is taken (0 to just try), queue lease (ms), publishing
- * command (PUBLISH or SPUBLISH), handover lease (ms).
+ * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), 1 to queue up when the lock is taken (0
+ * to just try), publishing command (PUBLISH or SPUBLISH).
  * Returns `{1, fencingToken}` when the caller holds the lock, `{0, pttl}` when it does not. A
  * lock that holds the caller's token already (reserved for it by a handover) is the caller's
  * from this request on: its TTL starts again and it gets its fencing token here, so that the
@@ -32,43 +23,39 @@ export type AcquireArgs = [
  * the counter that every lock of the slot shares: it only grows while the counter exists, and
  * it still grows after the counter is gone (expired, or Redis restarted empty) as long as the
  * server clock has not gone back. After a failover the new master's clock counts, so tokens
- * keep growing only while the two clocks differ by less than the failover takes. Because of the
- * clock floor the counter may expire.
+ * keep growing only while the two clocks differ by less than the failover takes.
  */
 export const ACQUIRE_SCRIPT = new LuaScript<ScriptKeys, AcquireArgs, AcquireAttempt>(
-  `${QUEUE_LUA}
-local token, ttl, fence_ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local holder
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  if redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-    return {1, next_fence(math.max(ttl, fence_ttl))}
+  `${NEXT_FENCE_LUA}
+local token, ttl = ARGV[1], tonumber(ARGV[2])
+local queued = redis.call('EXISTS', KEYS[3]) == 1
+if not queued and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
+  return {1, next_fence()}
+end
+${QUEUE_LUA}
+local holder = redis.call('GET', KEYS[1])
+if queued and not holder then
+  local head = live_head()
+  if not head or head == token then
+    leave_queue(token)
+    redis.call('SET', KEYS[1], token, 'PX', ttl)
+    return {1, next_fence()}
   end
-  holder = redis.call('GET', KEYS[1])
-else
-  holder = redis.call('GET', KEYS[1])
-  if not holder then
-    local head = live_head()
-    if not head or head == token then
-      leave_queue(token)
-      redis.call('SET', KEYS[1], token, 'PX', ttl)
-      return {1, next_fence(math.max(ttl, fence_ttl))}
-    end
-    grant_head(ARGV[7], ARGV[4], tonumber(ARGV[8]), fence_ttl, '')
-    holder = head
-  end
+  grant_head(ARGV[4], '')
+  holder = head
 end
 if holder == token then
   redis.call('PEXPIRE', KEYS[1], ttl)
-  return {1, next_fence(math.max(ttl, fence_ttl))}
+  return {1, next_fence()}
 end
-if ARGV[5] == '1' then
+if ARGV[3] == '1' then
   local now_us = server_time_us()
-  local lease_end = math.floor(now_us / 1000) + tonumber(ARGV[6])
+  local lease_end = math.floor(now_us / 1000) + QUEUE_LEASE
   redis.call('ZADD', KEYS[3], 'NX', now_us, token)
   redis.call('HSET', KEYS[4], token, string.format('%.0f %d', lease_end, ttl))
   -- Queue keys outlive every lease they hold only by a margin, so none is left forever.
-  redis.call('PEXPIRE', KEYS[3], 2 * tonumber(ARGV[6]))
-  redis.call('PEXPIRE', KEYS[4], 2 * tonumber(ARGV[6]))
+  redis.call('PEXPIRE', KEYS[3], 2 * QUEUE_LEASE)
+  redis.call('PEXPIRE', KEYS[4], 2 * QUEUE_LEASE)
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `,

@@ -3,7 +3,7 @@ import { LuaScript } from './lua-script.js';
 import { flagOf } from './script-reply.js';
 
 /** The arguments of {@link CLAIM_SCRIPT} (ARGV), durations in ms. */
-export type ClaimArgs = [fencingToken: number, fenceTtl: number, token: string, ttl: number];
+export type ClaimArgs = [fencingToken: number, token: string, ttl: number];
 
 /**
  * RedLock's writes on single masters beyond the acquisition attempt:
@@ -14,18 +14,18 @@ export type ClaimArgs = [fencingToken: number, fenceTtl: number, token: string, 
  *   missing and free (a contender held the key there when the lock was acquired, or the master
  *   restarted empty), with the same floor, so that the lock survives the loss of any minority.
  *
- * KEYS: lock, fencing counter of its slot. ARGV: fencing token, counter ttl (ms), and for a
- * claim, the lock's token and ttl (ms); an empty token only raises the floor. Returns 1, or 0
+ * KEYS: lock, fencing counter of its slot. ARGV: fencing token, and for a claim, the lock's
+ * token and ttl (ms); an empty token only raises the floor. Returns 1, or 0
  * when the claimed lock was not free.
  */
 export const CLAIM_SCRIPT = new LuaScript<[lock: string, fence: string], ClaimArgs, boolean>(
   `${FENCE_LUA}
-if ARGV[3] ~= '' and not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[4]) then
+if ARGV[2] ~= '' and not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then
   return 0
 end
 local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 if tonumber(ARGV[1]) > last then
-  set_fence(tonumber(ARGV[1]), tonumber(ARGV[2]))
+  set_fence(tonumber(ARGV[1]))
 end
 return 1
 `,

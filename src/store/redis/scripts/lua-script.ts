@@ -34,32 +34,30 @@ export class LuaScript<
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
-  /** Runs the script on `client` and decodes its reply. */
-  async run(client: Redis | Cluster, keys: Keys, args: Args): Promise<Reply> {
-    return this.decode(await this.send(client, keys, args));
-  }
-
-  private async send(client: Redis | Cluster, keys: Keys, args: Args): Promise<unknown> {
+  /**
+   * Runs the script on `client` and decodes its reply. Every acquisition and release goes
+   * through here, so it chains no more promises than the command itself and the decoding.
+   */
+  run(client: Redis | Cluster, keys: Keys, args: Args): Promise<Reply> {
     if (!('nodes' in client)) {
       // Only a connection that is up is the one the command goes out on. While ioredis
       // connects or reconnects, `stream` is missing or still the old socket, and the command
       // waits for a new one: then the whole script goes.
       const connection: object | undefined = client.status === 'ready' ? client.stream : undefined;
-      let cached = connection && cachedOn.get(connection);
+      const cached = connection && cachedOn.get(connection);
       if (!cached?.has(this.sha)) {
-        const reply = await client.eval(this.source, keys.length, ...keys, ...args);
-        if (connection) {
-          if (!cached) cachedOn.set(connection, (cached = new Set()));
-          cached.add(this.sha);
-        }
-        return reply;
+        return client.eval(this.source, keys.length, ...keys, ...args).then((reply) => {
+          if (connection) {
+            const scripts = cachedOn.get(connection) ?? new Set<string>();
+            cachedOn.set(connection, scripts.add(this.sha));
+          }
+          return this.decode(reply);
+        });
       }
     }
-    try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (error) {
+    return client.evalsha(this.sha, keys.length, ...keys, ...args).then(this.decode, (error) => {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return client.eval(this.source, keys.length, ...keys, ...args);
-    }
+      return client.eval(this.source, keys.length, ...keys, ...args).then(this.decode);
+    });
   }
 }

@@ -1,8 +1,9 @@
-import { HANDOVER_PREFIX } from '../../lock-store.interface.js';
-import { FENCE_LUA } from './fence.lua.js';
+import { HANDOVER_LEASE, HANDOVER_PREFIX, QUEUE_LEASE } from '../../lock-store.interface.js';
 
 /**
- * Lua shared by the acquire and release scripts: the fencing counter and the queue of waiters.
+ * Lua shared by the acquire and release scripts: the queue of waiters. It comes after the
+ * scripts' path for a key nobody queues for, so that the common case does not even define its
+ * functions, and after `NEXT_FENCE_LUA` (fence.lua.ts), whose `next_fence` it uses.
  *
  * KEYS, in both scripts: [1] lock, [2] fencing counter of its slot, [3] queue (zset: waiter
  * token by arrival time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>").
@@ -15,23 +16,13 @@ import { FENCE_LUA } from './fence.lua.js';
  * message naming the waiter. The notice makes nobody a holder: the waiter becomes one with its
  * own attempt, which finds its token, restarts the TTL and issues the fencing token. A waiter
  * that died, or whose notice comes late, costs the others one handover lease. The channel is
- * named after the lock key, so that on a Cluster it lives in the lock's slot and the message can
- * go out with SPUBLISH (the scripts take the publishing command as an argument). With nobody
- * queued, the scripts touch the queue with one EXISTS.
+ * the lock key, so that on a Cluster it lives in the lock's slot and the message can go out with
+ * SPUBLISH (the scripts take the publishing command as an argument). The leases are constants of
+ * the library, written into the script rather than sent with every call. With nobody queued, the
+ * scripts touch the queue with one EXISTS.
  */
-export const QUEUE_LUA = `${FENCE_LUA}
-local function server_time_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
--- The next fencing token: above the last one, and never below the server clock in µs.
-local function next_fence(fence_ttl)
-  local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-  local fence = math.max(last + 1, server_time_us())
-  set_fence(fence, fence_ttl)
-  return fence
-end
+export const QUEUE_LUA = `
+local QUEUE_LEASE, HANDOVER_LEASE = ${QUEUE_LEASE}, ${HANDOVER_LEASE}
 
 local function leave_queue(token)
   redis.call('ZREM', KEYS[3], token)
@@ -55,16 +46,16 @@ end
 -- successor its releaser named (a caller of the releaser's own process) with its whole TTL, and
 -- the fencing token, which the reply carries; to anybody else, reserved for the handover lease
 -- and announced. Returns false when nobody waits, true or the successor's fencing token.
-local function grant_head(publish, channel, handover_lease, fence_ttl, successor)
+local function grant_head(publish, successor)
   local head, ttl = live_head()
   if not head then return false end
   leave_queue(head)
   if head == successor then
     redis.call('SET', KEYS[1], head, 'PX', ttl)
-    return next_fence(math.max(ttl, fence_ttl))
+    return next_fence()
   end
-  redis.call('SET', KEYS[1], head, 'PX', math.min(ttl, handover_lease))
-  redis.call(publish, channel, '${HANDOVER_PREFIX}' .. head)
+  redis.call('SET', KEYS[1], head, 'PX', math.min(ttl, HANDOVER_LEASE))
+  redis.call(publish, KEYS[1], '${HANDOVER_PREFIX}' .. head)
   return true
 end
 `;

@@ -1,17 +1,15 @@
 import type { ScriptKeys } from '../../../keys/lock-keys.js';
 import type { ReleaseOutcome } from '../../lock-store.interface.js';
 import { LuaScript } from './lua-script.js';
+import { NEXT_FENCE_LUA } from './fence.lua.js';
 import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
 import { integerOf, pairOf } from './script-reply.js';
 
 /** The arguments of {@link RELEASE_SCRIPT} (ARGV), durations in ms. */
 export type ReleaseArgs = [
   token: string,
-  channel: string,
-  fenceTtl: number,
   announce: 0 | 1,
   publish: PublishCommand,
-  handoverLease: number,
   successor: string,
 ];
 
@@ -23,23 +21,30 @@ export type ReleaseArgs = [
  * from every master, can pass it on once. A caller that did not hold the lock leaves the queue
  * (a waiter that gives up).
  *
- * KEYS: see {@link QUEUE_LUA}. ARGV: token, release channel, fencing counter ttl (ms), 1 to
- * announce a release that nobody was queued for, publishing command (PUBLISH or SPUBLISH),
- * handover lease (ms), the releaser's successor (a waiter of its own process, or '').
+ * KEYS: see {@link QUEUE_LUA}. ARGV: token, 1 to announce a release that nobody was queued
+ * for, publishing command (PUBLISH or SPUBLISH), the releaser's successor (a waiter of its own
+ * process, or '').
  * Returns `{1, fencingToken}` when the lock was the caller's and went to the successor,
  * `{1, 0}` when it was the caller's, `{0, 0}` when it was not.
  */
 export const RELEASE_SCRIPT = new LuaScript<ScriptKeys, ReleaseArgs, ReleaseOutcome>(
-  `${QUEUE_LUA}
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  `${NEXT_FENCE_LUA}
+local released = redis.call('GET', KEYS[1]) == ARGV[1]
+if released then
+  redis.call('DEL', KEYS[1])
+  if redis.call('EXISTS', KEYS[3]) == 0 then
+    if ARGV[2] == '1' then redis.call(ARGV[3], KEYS[1], redis.sha1hex(ARGV[1])) end
+    return {1, 0}
+  end
+end
+${QUEUE_LUA}
+if not released then
   leave_queue(ARGV[1])
   return {0, 0}
 end
-redis.call('DEL', KEYS[1])
-local granted = redis.call('EXISTS', KEYS[3]) == 1
-  and grant_head(ARGV[5], ARGV[2], tonumber(ARGV[6]), tonumber(ARGV[3]), ARGV[7])
-if not granted and ARGV[4] == '1' then
-  redis.call(ARGV[5], ARGV[2], redis.sha1hex(ARGV[1]))
+local granted = grant_head(ARGV[3], ARGV[4])
+if not granted and ARGV[2] == '1' then
+  redis.call(ARGV[3], KEYS[1], redis.sha1hex(ARGV[1]))
 end
 return {1, type(granted) == 'number' and granted or 0}
 `,

@@ -1,0 +1,200 @@
+import { createRequire } from 'node:module';
+import { Socket } from 'node:net';
+import type { Client, Exception, Stat } from 'node-zookeeper-client';
+import { LockError, LockOptionsError } from '../../lock.errors.js';
+
+/** The package behind the ZooKeeper backend: an optional peer dependency, loaded on use. */
+type ZooKeeperClientModule = typeof import('node-zookeeper-client');
+
+const CLIENT_PACKAGE = 'node-zookeeper-client';
+
+let clientModule: ZooKeeperClientModule | undefined;
+
+/**
+ * Loads `node-zookeeper-client` the first time the `zookeeper` option is used, so that Redis
+ * users need not install it.
+ * @throws LockOptionsError naming the `zookeeper` option when the package is missing
+ */
+export function loadZooKeeperClient(connectionString: string): ZooKeeperClientModule {
+  if (clientModule) return clientModule;
+  try {
+    clientModule = createRequire(import.meta.url)(CLIENT_PACKAGE) as ZooKeeperClientModule;
+  } catch (error) {
+    throw new LockOptionsError(
+      'zookeeper',
+      connectionString,
+      `the package ${CLIENT_PACKAGE} to be installed beside this library ` +
+        `(npm install ${CLIENT_PACKAGE}): the ZooKeeper backend needs it ` +
+        `(${error instanceof Error ? error.message.split('\n')[0] : String(error)})`,
+    );
+  }
+  return clientModule;
+}
+
+/** ZooKeeper's error codes that the store tells apart (see the server's KeeperException). */
+export const ZK_CONNECTION_LOSS = -4;
+export const ZK_NO_NODE = -101;
+export const ZK_BAD_VERSION = -103;
+export const ZK_NODE_EXISTS = -110;
+export const ZK_NOT_EMPTY = -111;
+
+/** The creation flags of an ephemeral sequential node, as the protocol numbers them. */
+export const EPHEMERAL_SEQUENTIAL = 3;
+
+/** The ZooKeeper error code of a failed call, or `undefined` for another failure. */
+export function codeOf(error: unknown): number | undefined {
+  const code = (error as Partial<Exception> | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+/**
+ * The fencing token of a contender's node: its creation zxid (8 bytes, big-endian), which grows
+ * across the ensemble and its leader elections.
+ * @throws LockError when the zxid is beyond the safe integers, rather than lose precision
+ */
+export function fencingTokenOf(key: string, stat: Pick<Stat, 'czxid'>): number {
+  const zxid = stat.czxid.readBigUInt64BE(0);
+  if (zxid > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new LockError(
+      `Lock "${key}": ZooKeeper's zxid ${zxid} is beyond Number.MAX_SAFE_INTEGER, so it cannot ` +
+        'serve as a fencing token without losing precision',
+    );
+  }
+  return Number(zxid);
+}
+
+/**
+ * One ZooKeeper session at a time, and the next when it expires: the client library ends an
+ * expired session's client for good, so a new client (a new session) replaces it. Requests
+ * made while the client (re)connects wait in the library's queue.
+ */
+export class ZooKeeperSession {
+  private client?: Client;
+  /**
+   * How to fail each call on its way on the current client: the client library never answers
+   * the calls it queued while disconnected once the session has expired.
+   */
+  private pending = new Set<(error: Error) => void>();
+  /** Which session the current client holds; ephemeral nodes belong to one of them. */
+  private generation = 0;
+  private closed = false;
+  /** While the client is not connected: cuts a handshake that gets no answer (see below). */
+  private handshakeTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly sessionTimeout: number,
+    private readonly onExpired: (generation: number) => void,
+  ) {
+    loadZooKeeperClient(connectionString);
+  }
+
+  /** The session's number: it changes when a session expires and a new one begins. */
+  get current(): number {
+    return this.generation;
+  }
+
+  /**
+   * The session timeout that the server granted (it clamps the one asked for into its own
+   * bounds), or the one asked for before the first connection.
+   */
+  get grantedTimeout(): number {
+    const granted = this.client?.getSessionTimeout();
+    return granted !== undefined && granted > 0 ? granted : this.sessionTimeout;
+  }
+
+  /** The live client, created (and connecting) on first use. */
+  connection(): Client {
+    if (this.closed) throw new Error('the ZooKeeper session is closed');
+    if (this.client) return this.client;
+    const zookeeper = loadZooKeeperClient(this.connectionString);
+    const client = zookeeper.createClient(this.connectionString, {
+      sessionTimeout: this.sessionTimeout,
+      spinDelay: 100,
+      retries: 0,
+    });
+    const generation = ++this.generation;
+    client.once('expired', () => {
+      if (this.client !== client) return;
+      this.client = undefined;
+      this.stopHandshakeWatch();
+      client.close();
+      this.failPending(new Error('the ZooKeeper session expired'));
+      this.onExpired(generation);
+    });
+    client.on('disconnected', () => this.watchHandshake(client));
+    client.on('connected', () => this.stopHandshakeWatch());
+    client.connect();
+    this.client = client;
+    return client;
+  }
+
+  /** Ends the session: its ephemeral nodes go at once. */
+  close(): void {
+    this.closed = true;
+    this.stopHandshakeWatch();
+    this.client?.close();
+    this.client = undefined;
+    this.failPending(new Error('the ZooKeeper session is closed'));
+  }
+
+  /** Runs one call of the client with a Node-style callback, as a promise of its result. */
+  call<T>(send: (client: Client, done: (error: unknown, result: T) => void) => void): Promise<T> {
+    const client = this.connection();
+    const pending = this.pending;
+    return new Promise<T>((resolve, reject) => {
+      pending.add(reject);
+      send(client, (error, result) => {
+        pending.delete(reject);
+        if (error) reject(asError(error));
+        else resolve(result);
+      });
+    });
+  }
+
+  /**
+   * The client library bounds the TCP connect, but not the session handshake after it: a server
+   * that accepts the connection but never answers (one still starting after a restart) would
+   * keep the client waiting forever, and every call with it. So, while disconnected, the socket
+   * is cut every third of the session timeout (as often as the library pings), which makes the
+   * library connect again, with the same session.
+   */
+  private watchHandshake(client: Client): void {
+    this.stopHandshakeWatch();
+    this.handshakeTimer = setInterval(
+      () => {
+        if (this.client !== client) this.stopHandshakeWatch();
+        else socketOf(client)?.destroy();
+      },
+      Math.max(100, Math.floor(this.sessionTimeout / 3)),
+    );
+    this.handshakeTimer.unref();
+  }
+
+  private stopHandshakeWatch(): void {
+    clearInterval(this.handshakeTimer);
+    this.handshakeTimer = undefined;
+  }
+
+  private failPending(error: Error): void {
+    const pending = this.pending;
+    this.pending = new Set();
+    for (const fail of pending) fail(error);
+  }
+}
+
+/** The client's exceptions are Errors; anything else is made one. */
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * The socket of the client's current connection: a private field of node-zookeeper-client 1.x
+ * (`connectionManager.socket`), read defensively.
+ */
+function socketOf(client: Client): Socket | undefined {
+  const manager = (client as unknown as { connectionManager?: { socket?: unknown } })
+    .connectionManager;
+  const socket = manager?.socket;
+  return socket instanceof Socket ? socket : undefined;
+}
