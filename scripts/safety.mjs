@@ -11,11 +11,20 @@
  * --redlock runs the RedLock mode instead: the checker starts --masters N redis-servers
  * (default 5) and stops them at the end, the workers use them with --node-timeout MS (default
  * 100), and the faults are kill, stop and restarts of a minority and of a majority of them.
+ * --kind semaphore:N or --kind rw (single Redis only) runs the workers on a semaphore of N
+ * permits or a read-write lock instead of a mutex, checked for never more than N inside, or a
+ * writer with anyone.
+ * --callers N runs N callers in each worker process (default 1), so that a release often hands
+ * the lock to a caller of its own process (the same-process handover); kill-waiter is then left
+ * out of the default faults.
+ * --zookeeper runs the ZooKeeper mode: a ZooKeeper server of its own, which the faults kill
+ * holders on, pause them, restart it, and cut holders off until their session expires.
  */
 import { parseArgs } from 'node:util';
 import { SafetyChecker } from '../test/safety/checker/checker.mjs';
 import { formatSummary } from '../test/safety/checker/analyze.mjs';
 import { assertRedisServerInstalled, RedisServer } from '../test/support/redis-server.js';
+import { ZooKeeperServer } from '../test/support/zookeeper-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,25 +34,43 @@ const { values } = parseArgs({
     'unfenced-reads': { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     redlock: { type: 'boolean', default: false },
+    zookeeper: { type: 'boolean', default: false },
     masters: { type: 'string', default: '5' },
     'node-timeout': { type: 'string', default: '100' },
     faults: { type: 'string' },
     lag: { type: 'string', default: '1000-3000' },
+    kind: { type: 'string', default: 'mutex' },
+    callers: { type: 'string', default: '1' },
   },
 });
 const [lagMin, lagMax] = values.lag.split('-').map(Number);
+const kind = values.kind.startsWith('semaphore:')
+  ? { limit: Number(values.kind.slice('semaphore:'.length)) }
+  : values.kind === 'rw'
+    ? /** @type {const} */ ('rw')
+    : undefined;
+if (!kind && values.kind !== 'mutex')
+  throw new Error(`--kind ${values.kind}: mutex, semaphore:N or rw`);
 
-assertRedisServerInstalled();
-// The RedLock mode's masters are the checker's own; the single-Redis mode's server is ours.
-const redis = values.redlock ? undefined : await RedisServer.start();
+if (!values.zookeeper) assertRedisServerInstalled();
+// The RedLock mode's masters are the checker's own; the single-Redis mode's server is ours, and
+// so is the ZooKeeper mode's.
+const zookeeper = values.zookeeper ? await ZooKeeperServer.start() : undefined;
+const redis = values.redlock || zookeeper ? undefined : await RedisServer.start();
+/** @returns {Partial<import('../test/safety/checker/checker.mjs').CheckerOptions>} */
+function mode() {
+  if (zookeeper) return { zookeeper: { server: zookeeper } };
+  if (redis) return { redis };
+  return {
+    redlock: { masters: Number(values.masters), nodeTimeout: Number(values['node-timeout']) },
+  };
+}
 let exitCode = 1;
 try {
   const checker = new SafetyChecker({
-    ...(redis
-      ? { redis }
-      : {
-          redlock: { masters: Number(values.masters), nodeTimeout: Number(values['node-timeout']) },
-        }),
+    ...mode(),
+    ...(kind ? { kind } : {}),
+    callers: Number(values.callers),
     workers: Number(values.workers),
     ttl: Number(values.ttl),
     durationMs: Number(values.duration) * 1000,
@@ -66,5 +93,6 @@ try {
   exitCode = result.ok ? 0 : 1;
 } finally {
   await redis?.stop();
+  await zookeeper?.stop();
 }
 process.exitCode = exitCode;

@@ -1,4 +1,5 @@
-import { Injectable, HttpException } from '@nestjs/common';
+import { jest } from '@jest/globals';
+import { Injectable, HttpException, Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   LockError,
@@ -208,16 +209,24 @@ describe.each(backends)('@WithLock on a service method (%s store)', (_, makeBack
     await first;
   });
 
-  it("onLocked: 'skip' returns undefined without running the method", async () => {
+  it("onLocked: 'skip' returns undefined without running the method, and logs it at debug", async () => {
     let release!: () => void;
     const hold = new Promise<void>((resolve) => (release = resolve));
     accounts.skippedRuns = 0;
-    const first = accounts.skippable('s', hold);
-    await sleep(50);
-    expect(await accounts.skippable('s', Promise.resolve())).toBeUndefined();
-    expect(accounts.skippedRuns).toBe(1);
-    release();
-    expect(await first).toBe('ran');
+    const debug = jest.spyOn(Logger.prototype, 'debug').mockImplementation(() => undefined);
+    try {
+      const first = accounts.skippable('s', hold);
+      await sleep(50);
+      expect(await accounts.skippable('s', Promise.resolve())).toBeUndefined();
+      expect(accounts.skippedRuns).toBe(1);
+      expect(debug).toHaveBeenCalledWith(
+        'Accounts.skippable skipped: Lock "skip:s" is held by another owner; gave up after waiting 0 ms',
+      );
+      release();
+      expect(await first).toBe('ran');
+    } finally {
+      debug.mockRestore();
+    }
   });
 
   it('holdFor keeps the lock until the window ends, then lets the next call in', async () => {

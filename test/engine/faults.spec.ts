@@ -85,6 +85,23 @@ describe('fencing tokens', () => {
     expect(tokens.every(Number.isSafeInteger)).toBe(true);
   });
 
+  it('keeps the counter without expiry, and above a clock that went back', async () => {
+    const app = await bootLockApp({ redis: server.url });
+    try {
+      const first = await app.locks.acquire('clock');
+      await first.release();
+      expect(await redis.pttl('{}:fence')).toBe(-1);
+      // A counter far ahead of the server clock, as after the clock was stepped back.
+      const ahead = first.fencingToken + 10 ** 12;
+      await redis.set('{}:fence', String(ahead));
+      const next = await app.locks.acquire('clock');
+      expect(next.fencingToken).toBe(ahead + 1);
+      expect(await redis.pttl('{}:fence')).toBe(-1);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('keeps one counter for the whole server, whatever the keys', async () => {
     const app = await bootLockApp({ redis: server.url });
     const plain = await app.locks.acquire('order:7');

@@ -1,11 +1,10 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import type { Lock } from '../../src/index.js';
 import { bootLockApp, rawClient, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
 import { RedisServer } from '../support/redis-server.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { startWaitingProcess } from '../support/waiting-child.js';
 
 /**
  * The fair handover, attacked: a waiter whose pub/sub connection lags its command connection,
@@ -94,7 +93,7 @@ describe('the fair handover', () => {
     const next = await bootLockApp({ redis: server.url, keyPrefix: prefix });
     apps.push(holder, next);
     const held = await holder.locks.acquire('dead', { ttl: 10_000 });
-    const child = startWaitingProcess(server.url, prefix, 'dead', 60_000);
+    const child = startWaitingProcess(server.url, prefix, 'dead', { ttl: 60_000 });
     try {
       await until(async () => (await redis.zcard(`{${held.key}}:queue`)) === 1);
       const queued = next.locks.acquire('dead', { waitTimeout: 20_000 });
@@ -142,20 +141,3 @@ describe('the fair handover', () => {
     await Promise.all(acquired.map(({ lock }) => lock.release()));
   }, 60_000);
 });
-
-const WAITING_PROCESS = fileURLToPath(new URL('../support/waiting-process.mjs', import.meta.url));
-
-/** A separate process that queues for `key` and waits there until it is killed. */
-function startWaitingProcess(url: string, prefix: string, key: string, ttl: number): ChildProcess {
-  return fork(WAITING_PROCESS, [], {
-    execArgv: [],
-    stdio: 'inherit',
-    env: {
-      ...process.env,
-      WAITER_REDIS_URL: url,
-      WAITER_KEY_PREFIX: prefix,
-      WAITER_KEY: key,
-      WAITER_TTL: String(ttl),
-    },
-  });
-}

@@ -1,6 +1,6 @@
 import type { LockService } from '../../src/index.js';
-import { backends, type Backend } from '../support/backends.js';
-import { bootLockApp, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
+import { backends, withLockApps, type Backend } from '../support/backends.js';
+import { sleep, uniquePrefix } from '../support/lock-app.js';
 
 /**
  * A non-atomic read-modify-write of a counter in Redis: read, pause, write back + 1. Two
@@ -16,25 +16,13 @@ describe.each(backends)(
   'mutual exclusion across LockService instances (%s store)',
   (_, makeBackend) => {
     const prefix = uniquePrefix();
-    const apps: LockApp[] = [];
-    let store: Backend;
-
-    beforeAll(async () => {
-      store = makeBackend();
-      for (let i = 0; i < 3; i++) {
-        apps.push(await bootLockApp(store.options({ keyPrefix: prefix, waitTimeout: 60_000 })));
-      }
-    });
-
-    afterAll(async () => {
-      await Promise.all(apps.map((app) => app.close()));
-      await store.close();
-    });
+    const context = withLockApps(3, makeBackend, { keyPrefix: prefix, waitTimeout: 60_000 });
+    const { apps } = context;
 
     it('the same read-modify-write loses updates without a lock (the check can fail)', async () => {
       const counter = `${prefix}counter:unlocked`;
-      await Promise.all(Array.from({ length: 30 }, () => unsafeIncrement(store, counter)));
-      expect(Number(await store.get(counter))).toBeLessThan(30);
+      await Promise.all(Array.from({ length: 30 }, () => unsafeIncrement(context.store, counter)));
+      expect(Number(await context.store.get(counter))).toBeLessThan(30);
     });
 
     it('loses no update when 90 concurrent callers on 3 services run it under one lock', async () => {
@@ -45,11 +33,11 @@ describe.each(backends)(
         callers.map((locks: LockService) =>
           locks.using('counter', async (lock) => {
             fences.push(lock.fencingToken);
-            await unsafeIncrement(store, counter);
+            await unsafeIncrement(context.store, counter);
           }),
         ),
       );
-      expect(Number(await store.get(counter))).toBe(90);
+      expect(Number(await context.store.get(counter))).toBe(90);
       expect(fences).toEqual([...fences].sort((a, b) => a - b));
       expect(new Set(fences).size).toBe(90);
     });

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { LockConnectionError } from '../../src/index.js';
+import { LockConnectionError, type AcquireOptions } from '../../src/index.js';
 import { processSpace } from '../../src/store/memory/memory-space.js';
 import { bootLockApp, rawClient, sleep, type LockApp } from '../support/lock-app.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -111,6 +111,30 @@ describe('what stays in the memory store', () => {
     expect(after5k).toBeLessThanOrEqual(2_048);
     expect(processSpace.locks.size).toBeLessThanOrEqual(2_048);
   });
+
+  it.each([
+    ['a semaphore', 'semaphore', { limit: 3 }],
+    ['a read-write lock', 'rw', { mode: 'read' }],
+  ] as [string, string, AcquireOptions][])(
+    'stays within a bound when permits of %s expire instead of being released',
+    async (_, name, kind) => {
+      const expiring = async (i: number) => {
+        await app.locks
+          .acquire(`expiring-${name}:${i}`, {
+            ...kind,
+            ttl: 20,
+            watchdog: false,
+          })
+          .catch((error: unknown) => expect(error).toBeInstanceOf(LockConnectionError));
+      };
+      await inExpiringBatches(0, 5_000, expiring);
+      const after5k = processSpace.holders.size;
+      await inExpiringBatches(5_000, 15_000, expiring);
+      expect(after5k).toBeLessThanOrEqual(2_048);
+      expect(processSpace.holders.size).toBeLessThanOrEqual(2_048);
+      expect(processSpace.locks.size).toBeLessThanOrEqual(2_048);
+    },
+  );
 
   it('stays within a bound for fenced values that expire', async () => {
     const writer = await app.locks.acquire('writer');

@@ -1,3 +1,5 @@
+import type { LockEngine } from '../../src/engine/lock-engine.js';
+import { LOCK_ENGINE } from '../../src/lock.constants.js';
 import { processSpace } from '../../src/store/memory/memory-space.js';
 import { bootLockApp, uniquePrefix } from '../support/lock-app.js';
 
@@ -24,5 +26,30 @@ describe('an acquisition that meets shutdown', () => {
       expect(processSpace.live(processSpace.locks, `${prefix}${key}`)).toBeUndefined();
       await app.close();
     }
+  });
+});
+
+describe('a release on its way when shutdown begins', () => {
+  it('ends the lock for good if it fails: not renewed while the process drains, its signal aborted', async () => {
+    const prefix = uniquePrefix();
+    const app = await bootLockApp({ store: 'memory', keyPrefix: prefix, ttl: 10_000 });
+    const { store } = app.module.get<LockEngine>(LOCK_ENGINE);
+    const lock = await app.locks.acquire('in-flight');
+    const release = store.release.bind(store);
+    let fail!: (error: Error) => void;
+    let calls = 0;
+    store.release = (key, token, successor) =>
+      calls++ === 0 ? new Promise((_, reject) => (fail = reject)) : release(key, token, successor);
+
+    const releasing = lock.release();
+    await app.locks.beforeApplicationShutdown();
+    fail(new Error('connection lost'));
+    await expect(releasing).rejects.toThrow('connection lost');
+
+    expect(lock.signal.aborted).toBe(true);
+    // The engine tried once more, and the lock is gone rather than renewed.
+    expect(calls).toBe(2);
+    expect(processSpace.live(processSpace.locks, `${prefix}in-flight`)).toBeUndefined();
+    await app.close();
   });
 });

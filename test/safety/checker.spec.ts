@@ -1,6 +1,7 @@
 import { SafetyChecker } from './checker/checker.mjs';
 import { formatSummary } from './checker/analyze.mjs';
 import { RedisServer } from '../support/redis-server.js';
+import { ZooKeeperServer } from '../support/zookeeper-server.js';
 
 /**
  * The small-size run of the multi-process safety checker (issue 6): 6 worker processes, each its
@@ -8,9 +9,27 @@ import { RedisServer } from '../support/redis-server.js';
  * past its TTL and restarts Redis under one. Asserts properties from the history, not durations.
  * The same over 5 RedLock masters, with 8 workers, where 2 masters and then 3 restart empty under
  * a holder. Then the fair handover's waiters are attacked: their pub/sub connections lag, queued
- * ones die, short-TTL ones wait longer than their TTL. The full-size runs are `npm run safety`
- * and `npm run safety -- --redlock`. Needs the built library (`npm run build`).
+ * ones die, short-TTL ones wait longer than their TTL; and with three callers per worker, the
+ * handover to a caller of the releaser's own process meets the faults. And over ZooKeeper: a holder killed,
+ * paused, cut off until its session expires, and the server restarted under one. The full-size
+ * runs are `npm run safety`, `npm run safety -- --redlock` and `npm run safety -- --zookeeper`.
+ * Needs the built library (`npm run build`).
  */
+/** What every run must keep, whatever its faults: read from its result... */
+const safety = (result: Awaited<ReturnType<SafetyChecker['run']>>) => ({
+  lostUpdates: result.lostUpdates,
+  staleWritesAccepted: result.staleWritesAccepted,
+  tokensOutOfOrder: result.tokensOutOfOrder,
+  unexplainedOverlaps: result.overlaps - result.explainedOverlaps - result.toldOverlaps,
+});
+/** ...and what it must be. */
+const SAFE = {
+  lostUpdates: 0,
+  staleWritesAccepted: 0,
+  tokensOutOfOrder: 0,
+  unexplainedOverlaps: 0,
+};
+
 describe('the multi-process safety checker (small size)', () => {
   let redis: RedisServer;
 
@@ -49,6 +68,34 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.outcomes.LockLostError).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
+  it('keeps them when a release hands the lock to a caller of its own process, through every holder fault', async () => {
+    const checker = new SafetyChecker({
+      redis,
+      workers: 6,
+      callers: 3,
+      ttl: 400,
+      faults: ['kill', 'stop', 'restart', 'lag', 'short-ttl'],
+      lagMs: [1_000, 1_500],
+      gapMs: 500,
+      tailMs: 500,
+    });
+    const result = await checker.run();
+    console.log(formatSummary(result));
+
+    expect({
+      violations: result.violations,
+      faults: result.faultsByKind,
+      ...safety(result),
+    }).toEqual({
+      violations: [],
+      faults: { kill: 1, stop: 1, restart: 1, lag: 1, 'short-ttl': 1 },
+      ...SAFE,
+    });
+    expect(result.counter).toBe(result.acceptedWrites);
+    // The path under attack was taken, and often.
+    expect(result.sameProcessHandovers).toBeGreaterThan(0);
+  }, 120_000);
+
   it('keeps them through lagging pub/sub, waiters killed while queued and short-TTL waiters', async () => {
     const checker = new SafetyChecker({
       redis,
@@ -85,6 +132,51 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.shortTtlWaitedPastTtl).toBeGreaterThan(0);
   }, 120_000);
 
+  it.each([
+    ['a semaphore of 3 permits', { limit: 3 }],
+    ['a read-write lock', 'rw'],
+  ] as const)(
+    'keeps %s within its bounds through every fault of the single-Redis mode',
+    async (_, kind) => {
+      const checker = new SafetyChecker({
+        redis,
+        kind,
+        workers: 6,
+        ttl: 400,
+        faults: ['kill', 'stop', 'restart', 'lag', 'kill-waiter', 'short-ttl'],
+        lagMs: [1_000, 1_500],
+        gapMs: 500,
+        tailMs: 500,
+      });
+      const result = await checker.run();
+      console.log(formatSummary(result));
+
+      expect(result.violations).toEqual([]);
+      expect(result.faultsByKind).toEqual({
+        kill: 1,
+        stop: 1,
+        restart: 1,
+        lag: 1,
+        'kill-waiter': 1,
+        'short-ttl': 1,
+      });
+      expect(result.lostUpdates).toBe(0);
+      expect(result.counter).toBe(result.acceptedWrites);
+      expect(result.acceptedWrites).toBeGreaterThan(0);
+      // Holders did share the key: up to the limit, or readers together.
+      expect(result.mostInside).toBeGreaterThan(1);
+      // Every excess (more than the limit inside, or a writer with anyone) came from a fault.
+      expect(result.explainedOverlaps + result.toldOverlaps).toBe(result.overlaps);
+      expect(result.outcomes.LockLostError).toBeGreaterThanOrEqual(2);
+      if (kind === 'rw') {
+        expect(result.staleWritesAccepted).toBe(0);
+        expect(result.tokensOutOfOrder).toBe(0);
+        expect(result.tokensHandedOutOfOrder).toBe(0);
+      }
+    },
+    120_000,
+  );
+
   it('keeps them over 5 RedLock masters through kill, stop and restarts of a minority and a majority', async () => {
     // The checker starts the 5 masters itself and stops them however the run ends.
     const checker = new SafetyChecker({
@@ -119,5 +211,45 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.lossTold).toBe(result.lossFaults);
     expect(result.lossStaleWriteRefused).toBe(result.lossFaults);
     expect(result.lossLockLost).toBe(result.lossFaults);
+  }, 120_000);
+
+  it('keeps them over ZooKeeper through kill, stop, a server restart and an expired session', async () => {
+    const server = await ZooKeeperServer.start();
+    try {
+      const checker = new SafetyChecker({
+        zookeeper: { server },
+        workers: 6,
+        ttl: 400,
+        faults: ['kill', 'stop', 'restart', 'expire'],
+        gapMs: 500,
+        tailMs: 500,
+      });
+      const result = await checker.run();
+      console.log(formatSummary(result));
+
+      expect({
+        violations: result.violations,
+        faults: result.faultsByKind,
+        processes: result.processes, // 6, plus the replacement of the killed one
+        ...safety(result),
+        // The cut-off holder was told within its validity and before anybody else acquired,
+        // and its stale write was refused.
+        expired: [result.lossFaults, result.lossTold, result.lossToldBeforeNext],
+        expiredWriteRefused: result.lossStaleWriteRefused,
+        expiredLockLost: result.lossLockLost,
+      }).toEqual({
+        violations: [],
+        faults: { kill: 1, stop: 1, restart: 1, expire: 1 },
+        processes: 7,
+        ...SAFE,
+        expired: [1, 1, 1],
+        expiredWriteRefused: 1,
+        expiredLockLost: 1,
+      });
+      expect(result.counter).toBe(result.acceptedWrites);
+      expect(result.acceptedWrites).toBeGreaterThan(0);
+    } finally {
+      await server.stop();
+    }
   }, 120_000);
 });

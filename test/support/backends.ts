@@ -1,6 +1,7 @@
 import type { LockModuleOptions } from '../../src/index.js';
+import { sideKeyOf } from '../../src/keys/lock-keys.js';
 import { processSpace } from '../../src/store/memory/memory-space.js';
-import { rawClient, sharedRedisUrl } from './lock-app.js';
+import { bootLockApp, rawClient, sharedRedisUrl, sleep, type LockApp } from './lock-app.js';
 
 /**
  * A lock store as a test sees it: the module options that select it, and a look behind the
@@ -17,6 +18,10 @@ export interface Backend {
   del(key: string): Promise<void>;
   /** A value written through the fencing guard. */
   readFenced(resource: string): Promise<string | null>;
+  /** How many callers queue for a semaphore or read-write lock on full key `key`. */
+  lineLength(key: string): Promise<number>;
+  /** How many holders a semaphore or read-write lock on full key `key` has (expired ones too). */
+  holderCount(key: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -35,6 +40,8 @@ function redisBackend(): Backend {
       await redis.del(key);
     },
     readFenced: (resource) => redis.get(resource),
+    lineLength: (key) => redis.zcard(sideKeyOf(key, 'line')),
+    holderCount: (key) => redis.zcard(sideKeyOf(key, 'holders')),
     close: async () => {
       await redis.quit();
     },
@@ -61,6 +68,8 @@ function memoryBackend(): Backend {
       locks.delete(key);
     },
     readFenced: async (resource) => processSpace.live(processSpace.values, resource)?.value ?? null,
+    lineLength: async (key) => processSpace.lines.get(key)?.size ?? 0,
+    holderCount: async (key) => processSpace.holders.get(key)?.size ?? 0,
     close: async () => undefined,
   };
 }
@@ -70,3 +79,37 @@ export const backends: [string, () => Backend][] = [
   ['redis', redisBackend],
   ['memory', memoryBackend],
 ];
+
+/** What {@link withLockApps} sets up for a describe block. */
+export interface LockApps {
+  apps: LockApp[];
+  store: Backend;
+}
+
+/**
+ * Boots `count` LockService instances (each its own module and connections) on the store that
+ * `makeBackend` gives, before the describe block's tests, and closes them after.
+ */
+export function withLockApps(
+  count: number,
+  makeBackend: () => Backend,
+  extra: LockModuleOptions,
+): LockApps {
+  const context = { apps: [] as LockApp[] } as LockApps;
+  beforeAll(async () => {
+    context.store = makeBackend();
+    for (let i = 0; i < count; i++) {
+      context.apps.push(await bootLockApp(context.store.options(extra)));
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(context.apps.map((app) => app.close()));
+    await context.store.close();
+  });
+  return context;
+}
+
+/** Waits until `check` holds, looking every few ms (for state a test cannot await). */
+export async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await sleep(5);
+}

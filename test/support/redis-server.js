@@ -106,10 +106,7 @@ export class RedisServer {
   async #end(signal) {
     const child = this.#process;
     this.#process = undefined;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill(signal);
-    await exited;
+    await endProcess(child, signal);
   }
 
   async #launch() {
@@ -175,6 +172,18 @@ async function waitForPong(port) {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`redis-server on port ${port} did not answer PING`);
+}
+
+/**
+ * Sends `signal` to a server process, if it still runs, and resolves once it has exited.
+ * @param {import('node:child_process').ChildProcess | undefined} child
+ * @param {NodeJS.Signals} signal
+ */
+export async function endProcess(child, signal) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill(signal);
+  await exited;
 }
 
 /**

@@ -10,9 +10,9 @@ import {
   type Lock,
 } from '../../src/index.js';
 import { slotOf } from '../../src/keys/cluster-slots.js';
-import { fenceKeyOf } from '../../src/keys/lock-keys.js';
+import { fenceKeyOf, sideKeyOf } from '../../src/keys/lock-keys.js';
 import { RedisClusterHarness } from '../support/redis-cluster.js';
-import { bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+import { bootLockApp, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
 
 /** A real 3-master Redis Cluster, started from `redis-server --cluster-enabled yes` processes. */
 describe('on a Redis Cluster', () => {
@@ -108,6 +108,55 @@ describe('on a Redis Cluster', () => {
     await Promise.all(locks.map((lock) => lock.release()));
   });
 
+  it('keeps semaphores and read-write locks in the slot of their key, on every master', async () => {
+    const [a, b] = [await boot(), await boot()];
+    const names = keys.slice(0, 9);
+    let inside = 0;
+    let most = 0;
+    const permits: Lock[] = [];
+    await Promise.all(
+      names.flatMap((name) =>
+        Array.from({ length: 6 }, (_, i) =>
+          (i % 2 ? a : b).locks.using(
+            name,
+            async (lock) => {
+              if (i === 0) permits.push(lock);
+              inside++;
+              most = Math.max(most, inside);
+              await sleep(5);
+              inside--;
+            },
+            { limit: 2, waitTimeout: 20_000 },
+          ),
+        ),
+      ),
+    );
+    // 9 keys of 2 permits each: at most 18 inside at once.
+    expect(most).toBeLessThanOrEqual(18);
+    expect(most).toBeGreaterThan(2);
+    const reader = await a.locks.acquire(keys[9], { mode: 'read', ttl: 300 });
+    const sharer = await b.locks.acquire(keys[9], { mode: 'read', ttl: 300 });
+    const mutexes = await Promise.all(
+      keys.slice(10, 20).map((key) => a.locks.acquire(key, { ttl: 300 })),
+    );
+    // Renewed together with mutexes of other slots, many TTLs long.
+    await sleep(1_200);
+    expect([reader, sharer, ...mutexes].filter((lock) => lock.signal.aborted)).toEqual([]);
+    expect(await b.locks.tryAcquire(keys[9], { mode: 'write' })).toBeNull();
+    const slots = await onOwner(reader.key, (node) =>
+      Promise.all(
+        [
+          reader.key,
+          ...(['holders', 'line', 'places'] as const).map((role) => sideKeyOf(reader.key, role)),
+        ].map((key) => node.cluster('KEYSLOT', key)),
+      ),
+    );
+    expect(new Set(slots).size).toBe(1);
+    await Promise.all([reader, sharer, ...mutexes].map((lock) => lock.release()));
+    expect(await client.exists(reader.key, sideKeyOf(reader.key, 'holders'))).toBe(0);
+    expect(permits).toHaveLength(9);
+  });
+
   it.each([true, false])(
     'wakes a waiter through sharded pub/sub on the owning master (fair: %s)',
     async (fair) => {
@@ -194,6 +243,29 @@ describe('on a Redis Cluster', () => {
     expect(await client.get('doc:body')).toBe('new');
     await second.release();
     await client.del('doc:body', '{doc:body}:fenced');
+  });
+
+  it("works with a Cluster client of another copy of ioredis (a monorepo's second install)", async () => {
+    // The same code under another class: what `instanceof Cluster` sees of a second copy.
+    const foreign = new Cluster(cluster.nodes);
+    const otherCopy = Object.create(Object.getPrototypeOf(Cluster.prototype) as object) as object;
+    Object.defineProperties(otherCopy, Object.getOwnPropertyDescriptors(Cluster.prototype));
+    Object.setPrototypeOf(foreign, otherCopy);
+    expect(foreign).not.toBeInstanceOf(Cluster);
+    const app = await bootLockApp({ redis: foreign, keyPrefix: uniquePrefix() });
+    try {
+      const locks = await Promise.all(keys.slice(0, 6).map((key) => app.locks.acquire(key)));
+      expect(
+        new Set(await Promise.all(locks.map((lock) => cluster.portForKey(lock.key)))).size,
+      ).toBeGreaterThan(1);
+      const waiter = app.locks.acquire(keys[0], { waitTimeout: 10_000 });
+      await locks[0].release();
+      await (await waiter).release();
+      await Promise.all(locks.slice(1).map((lock) => lock.release()));
+    } finally {
+      await app.close();
+      await foreign.quit();
+    }
   });
 
   it('refuses a Cluster client with an ioredis keyPrefix at boot', async () => {

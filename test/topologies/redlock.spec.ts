@@ -1,10 +1,14 @@
+import { Injectable } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
   LockError,
+  LockModule,
   LockLostError,
   LockNotAcquiredError,
   LockOptionsError,
   LockQuorumError,
+  WithLock,
   type Lock,
   type LockModuleOptions,
 } from '../../src/index.js';
@@ -323,6 +327,43 @@ describe('RedLock over 5 masters', () => {
   it('refuses writeFenced, which needs a single store', async () => {
     const app = await boot();
     await expect(app.locks.writeFenced('doc:1', 'v', 1)).rejects.toBeInstanceOf(LockError);
+  });
+
+  it('refuses semaphores and read-write locks at the call, naming the option and RedLock', async () => {
+    const app = await boot();
+    for (const [options, option] of [
+      [{ limit: 3 }, 'limit'],
+      [{ mode: 'read' }, 'mode'],
+      [{ mode: 'write', waitTimeout: 0 }, 'mode'],
+    ] as const) {
+      const error: unknown = await app.locks.acquire('kinds', options).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect((error as LockOptionsError).option).toBe(option);
+      expect((error as LockOptionsError).message).toContain('RedLock');
+    }
+    // Nothing was taken on any master.
+    expect(await Promise.all(raw.map((client) => client.exists('lock:kinds')))).toEqual([
+      0, 0, 0, 0, 0,
+    ]);
+  });
+
+  it('refuses a @WithLock semaphore at boot', async () => {
+    @Injectable()
+    class Api {
+      @WithLock('api:<tenant>', { limit: 5 })
+      async call(tenant: string) {
+        return tenant;
+      }
+    }
+    const module = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: masters.map((master) => master.url) })],
+      providers: [Api],
+    }).compile();
+    const error: unknown = await module.init().catch((e: unknown) => e);
+    await module.close();
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as LockOptionsError).option).toBe('limit');
+    expect((error as LockOptionsError).message).toMatch(/Api\.call/);
   });
 });
 

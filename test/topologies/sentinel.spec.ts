@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { LockLostError, LockReplicationError, type LockModuleOptions } from '../../src/index.js';
+import { sideKeyOf } from '../../src/keys/lock-keys.js';
 import { RedisSentinelHarness } from '../support/redis-sentinel.js';
 import { aborted, bootLockApp, commandCalls, sleep, type LockApp } from '../support/lock-app.js';
 
@@ -101,6 +102,21 @@ describe('behind Sentinel', () => {
       for (const outcome of outcomes) expect(outcome).toBeInstanceOf(LockReplicationError);
       // The first WAIT covers what was written before it; the rest share the next one.
       expect((await waits()) - before).toBeLessThanOrEqual(3);
+    });
+
+    it('fails a semaphore permit closed too when no replica acknowledges it', async () => {
+      const app = await boot({ waitForReplicas: { replicas: 1, timeout: 200 } });
+      const permit = await app.locks.acquire('quota', { limit: 2 });
+      const holders = sideKeyOf(permit.key, 'holders');
+      expect(
+        await onServer(sentinel.replicaPort, (server) => server.zscore(holders, permit.token)),
+      ).not.toBeNull();
+      sentinel.proxy?.stall();
+      const error = await app.locks.acquire('quota', { limit: 2 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockReplicationError);
+      expect(await onServer(sentinel.masterPort, (server) => server.zcard(holders))).toBe(1);
+      sentinel.proxy?.resume();
+      expect(await permit.release()).toBe(true);
     });
 
     it('confirms a lock handed over to a queued waiter against the replicas too', async () => {

@@ -6,7 +6,7 @@ import { expectOptionError } from '../support/option-error.js';
 const MAX = 2 ** 31 - 1;
 const defaults = { ttl: 30_000, waitTimeout: 10_000, watchdog: true };
 const resolve = (options: unknown, where?: string) =>
-  resolveAcquireOptions(options as AcquireOptions, defaults, where);
+  resolveAcquireOptions(options as AcquireOptions, defaults, 'redis', where);
 
 describe('acquire options', () => {
   it('are the defaults themselves when none are given', () => {
@@ -39,7 +39,7 @@ describe('acquire options', () => {
       'an unknown option',
       { ttl: 100, tll: 100 },
       'tll',
-      'expected no such option (known: ttl, waitTimeout, watchdog, holdFor, signal), got 100',
+      'expected no such option (known: ttl, waitTimeout, watchdog, holdFor, signal, limit, mode), got 100',
     ],
     ...[9, 1.5, Infinity, '1s'].map((ttl): [string, unknown, string, string] => [
       `ttl ${String(ttl)}`,
@@ -66,7 +66,33 @@ describe('acquire options', () => {
       'signal',
       'expected an AbortSignal, got an object (AbortController)',
     ],
+    ...[0, -1, 1.5, '2', Number.NaN, Infinity, 1_000_001, null].map(
+      (limit): [string, unknown, string, string] => [
+        `limit ${String(limit)}`,
+        { limit },
+        'limit',
+        'expected an integer from 1 to 1000000, got',
+      ],
+    ),
+    ...['READ', 'shared', 1, null].map((mode): [string, unknown, string, string] => [
+      `mode ${String(mode)}`,
+      { mode },
+      'mode',
+      `expected 'read' or 'write', got`,
+    ]),
+    [
+      'limit together with mode',
+      { limit: 2, mode: 'read' },
+      'limit',
+      `expected no limit together with mode 'read' (a read-write lock has no limit), got 2`,
+    ],
   ];
+
+  it('take a limit or a mode', () => {
+    expect(resolve({ limit: 5 })).toMatchObject({ limit: 5, mode: undefined });
+    expect(resolve({ mode: 'read' })).toMatchObject({ mode: 'read', limit: undefined });
+    expect(resolve({ mode: 'write' })).toMatchObject({ mode: 'write' });
+  });
 
   it.each(rules)('refuse %s, naming the option', (_, options, option, expected) => {
     expectOptionError(() => resolve(options), option, expected);

@@ -1,6 +1,10 @@
 import { jest } from '@jest/globals';
 import { KeyQueue, type Waiter } from '../../src/engine/key-queue.js';
-import { handoverTo, type AcquireAttempt } from '../../src/store/lock-store.interface.js';
+import {
+  handoverTo,
+  QUEUE_LEASE,
+  type AcquireAttempt,
+} from '../../src/store/lock-store.interface.js';
 
 /** A waiter whose attempts answer as the test says, recording what happens to it. */
 class ScriptedWaiter implements Waiter {
@@ -71,6 +75,39 @@ describe('KeyQueue: one key, the callers of one process', () => {
     expect(a.events).toEqual([expect.stringMatching(/^acquired 7 from /)]);
     // In fair mode the new head takes its place in the store's line at once.
     expect(b.attempts).toBe(1);
+  });
+
+  it('renews the places of the callers behind the head while they wait, and only theirs', async () => {
+    const kept: string[][] = [];
+    const q = new KeyQueue(
+      'lock:k',
+      10_000,
+      true,
+      () => emptied++,
+      (tokens) => kept.push(tokens),
+    );
+    q.start();
+    const [a, b, c] = [new ScriptedWaiter('a'), new ScriptedWaiter('b'), new ScriptedWaiter('c')];
+    q.add(a);
+    jest.advanceTimersByTime(QUEUE_LEASE);
+    expect(kept).toEqual([]);
+    q.add(b);
+    q.add(c);
+    jest.advanceTimersByTime(QUEUE_LEASE);
+    expect(kept).toEqual([
+      ['b', 'c'],
+      ['b', 'c'],
+      ['b', 'c'],
+    ]);
+    a.answer(granted(1));
+    await settle();
+    kept.length = 0;
+    jest.advanceTimersByTime(QUEUE_LEASE);
+    expect(kept).toEqual([['c'], ['c'], ['c']]);
+    q.drop(c, () => undefined);
+    kept.length = 0;
+    jest.advanceTimersByTime(QUEUE_LEASE);
+    expect(kept).toEqual([]);
   });
 
   it('treats a turn announced for somebody else as no news, but looks again within the handover lease', async () => {

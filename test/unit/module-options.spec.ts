@@ -1,4 +1,4 @@
-import type { LockModuleOptions } from '../../src/index.js';
+import { MemoryLockSpace, type LockModuleOptions } from '../../src/index.js';
 import { resolveModuleOptions } from '../../src/options/resolve-module-options.js';
 import { expectOptionError } from '../support/option-error.js';
 
@@ -19,6 +19,7 @@ describe('module options: defaults', () => {
     nodeTimeout: 250,
     driftFactor: 0.01,
     waitForReplicas: undefined,
+    memorySpace: undefined,
   };
 
   it('fills in every default when nothing is given', () => {
@@ -28,6 +29,24 @@ describe('module options: defaults', () => {
 
   it('takes the memory store, and isGlobal (which the module builder reads)', () => {
     expect(resolve({ store: 'memory', isGlobal: true })).toEqual({ ...defaults, store: 'memory' });
+  });
+
+  it('takes a memory space of its own with the memory store', () => {
+    const memorySpace = new MemoryLockSpace();
+    expect(resolve({ store: 'memory', memorySpace })).toMatchObject({ memorySpace });
+  });
+
+  it('refuses a memorySpace without the memory store, or that is not a MemoryLockSpace', () => {
+    expectOptionError(
+      () => resolve({ memorySpace: new MemoryLockSpace() }),
+      'memorySpace',
+      `nothing unless store is 'memory'`,
+    );
+    expectOptionError(
+      () => resolve({ store: 'memory', memorySpace: {} }),
+      'memorySpace',
+      'a MemoryLockSpace',
+    );
   });
 
   it('is not fair by default with RedLock, and accepts fair: false there', () => {
@@ -69,8 +88,8 @@ describe('module options: each rule names the option it refuses', () => {
       'an unknown option',
       { tll: 1 },
       'tll',
-      'no such option (known: redis, keyPrefix, ttl, waitTimeout, watchdog, commandTimeout, ' +
-        'store, fair, nodeTimeout, driftFactor, waitForReplicas, isGlobal)',
+      'no such option (known: redis, zookeeper, keyPrefix, ttl, waitTimeout, watchdog, ' +
+        'commandTimeout, store, memorySpace, fair, nodeTimeout, driftFactor, waitForReplicas, isGlobal)',
     ],
     ['an unknown store', { store: 'disk' }, 'store', `expected 'redis' or 'memory', got "disk"`],
     [

@@ -3,6 +3,8 @@ import { CLAIM_SCRIPT } from '../../src/store/redis/scripts/claim.script.js';
 import { FENCED_WRITE_SCRIPT } from '../../src/store/redis/scripts/fenced-write.script.js';
 import { RELEASE_SCRIPT } from '../../src/store/redis/scripts/release.script.js';
 import { RENEW_SCRIPT } from '../../src/store/redis/scripts/renew.script.js';
+import { SHARED_ACQUIRE_SCRIPT } from '../../src/store/redis/scripts/shared/shared-acquire.script.js';
+import { kindConflict } from '../../src/store/lock-kind.js';
 
 /** A fencing token as the scripts issue them: the server clock in µs, beyond 2^32. */
 const TOKEN = 1_795_000_000_123_456;
@@ -31,6 +33,41 @@ describe('the Lua scripts’ replies', () => {
       expect(ACQUIRE_SCRIPT.decode(reply)).toEqual({ acquired: false, pttl });
     });
   });
+
+  describe.each(both([1, TOKEN]))('a semaphore or read-write attempt, given %s', (_, reply) => {
+    it('reads {1, token} as a permit with its fencing token', () => {
+      expect(SHARED_ACQUIRE_SCRIPT.decode(reply)).toEqual({ acquired: true, fencingToken: TOKEN });
+    });
+  });
+
+  describe.each(both([0, 1234]))(
+    'a refused semaphore or read-write attempt, given %s',
+    (_, reply) => {
+      it('reads {0, pttl} as a refusal, and {2, value} as the key held as another kind', () => {
+        expect(SHARED_ACQUIRE_SCRIPT.decode(reply)).toEqual({ acquired: false, pttl: 1234 });
+        expect(SHARED_ACQUIRE_SCRIPT.decode([reply[0] === 0 ? 2 : '2', '#s3'])).toEqual({
+          acquired: false,
+          heldAs: '#s3',
+        });
+      });
+    },
+  );
+
+  it.each([
+    ['#s3', 's5.', 'a semaphore of limit 3', 'a semaphore of limit 5'],
+    ['#rw', 's5.', 'a read-write lock', 'a semaphore of limit 5'],
+    ['0123456789abcdef0123456789abcdef', 'r.', 'a mutex', 'a read-write lock (read)'],
+    ['#s2', 'w.', 'a semaphore of limit 2', 'a read-write lock (write)'],
+  ])(
+    'names what a key held as %s is, for a caller whose token begins %s',
+    (heldAs, tag, held, asked) => {
+      expect(kindConflict('lock:k', `${tag}00`, heldAs)).toMatchObject({
+        key: 'lock:k',
+        held,
+        asked,
+      });
+    },
+  );
 
   describe.each(both([1, TOKEN]))('release, given %s', (_, reply) => {
     it('reads {1, token} as released and handed to a successor with that fencing token', () => {

@@ -13,6 +13,12 @@
  * older (stale) holder must have been refused by the fencing guard, at its read or its write.
  * Only faults that can take a lock explain an overlap: not a RedLock `minority` fault that left
  * the lock on a majority, nor the faults aimed at waiters.
+ *
+ * Under a read-write lock, only a writer's interval must not overlap another's: readers share.
+ * Under a semaphore, the check is on how many are inside: each section that comes in while
+ * `limit` others are already inside is an excess, explained (or told) as an overlap is. Tokens
+ * then order neither the accepted writes nor the acquisitions (several holders come in at
+ * once), and no guard can refuse a stale permit (see FencedCounter).
  */
 
 /**
@@ -37,23 +43,25 @@ export function analyze(checker, elapsedMs) {
   let lastValue = 0;
   let outOfOrder = 0;
   let chainBreaks = 0;
+  const semaphore = checker.kind === 'semaphore';
   for (const write of acceptedWrites) {
-    if (write.token <= lastToken) outOfOrder++;
+    if (write.token <= lastToken && !semaphore) outOfOrder++;
     if (write.value !== lastValue + 1) chainBreaks++;
     lastToken = write.token;
     lastValue = write.value;
   }
   let highest = 0;
   let staleAccepted = 0;
-  for (const entry of log) {
+  for (const entry of semaphore ? [] : log) {
     if (!entry.accepted || (entry.op === 'read' && !checker.resource.fenceReads)) continue;
     if (entry.token < highest && entry.op === 'write') staleAccepted++;
     highest = Math.max(highest, entry.token);
   }
   // Where a RedLock restart took the lock (a majority fault, or a minority one that hit a lock
-  // held on too few masters), its holder is checked as a stopped holder is.
+  // held on too few masters), or a ZooKeeper session expired under it, its holder is checked as
+  // a stopped holder is.
   const lossFaults = checker.faults.filter(
-    (f) => (f.kind === 'minority' || f.kind === 'majority') && f.losesLock,
+    (f) => (f.kind === 'minority' || f.kind === 'majority' || f.kind === 'expire') && f.losesLock,
   );
   // Victims whose write the checker held back until a newer holder had written: theirs is
   // stale by construction.
@@ -62,7 +70,9 @@ export function analyze(checker, elapsedMs) {
       checker.section(f.worker, f.token),
     ),
   );
-  staleAccepted += sections.filter((s) => staleVictims.has(s) && s.writeAccepted).length;
+  if (!semaphore) {
+    staleAccepted += sections.filter((s) => staleVictims.has(s) && s.writeAccepted).length;
+  }
   const counter = checker.resource.value;
   const lostUpdates = acceptedWrites.length - counter;
 
@@ -78,11 +88,14 @@ export function analyze(checker, elapsedMs) {
   // Tokens grow with every acquisition, not only with every accepted write: an acquisition
   // reaches the checker after every earlier holder's (each holder reports it before its first
   // read, which comes before its release), so a token at or below one seen before went back.
+  // Under a read-write lock, only where a writer comes in: readers come in together.
   let highestAcquired = 0;
+  let highestWriter = 0;
   let tokensHandedOutOfOrder = 0;
-  for (const s of sections) {
-    if (s.token <= highestAcquired) tokensHandedOutOfOrder++;
+  for (const s of semaphore ? [] : sections) {
+    if (s.token <= (s.share === 'read' ? highestWriter : highestAcquired)) tokensHandedOutOfOrder++;
     highestAcquired = Math.max(highestAcquired, s.token);
+    if (s.share !== 'read') highestWriter = Math.max(highestWriter, s.token);
   }
   if (tokensHandedOutOfOrder) {
     violations.push(`${tokensHandedOutOfOrder} acquisitions got a token not above an earlier one`);
@@ -102,8 +115,10 @@ export function analyze(checker, elapsedMs) {
   }
 
   // Overlaps of resource intervals.
+  // A killed holder's section never ends; under a semaphore its permit does, after its TTL
+  // (test/engine/stopped-holders.spec.ts), and it counts as inside no longer than that.
   const intervals = sections
-    .filter((s) => s.readSeq !== undefined)
+    .filter((s) => s.readSeq !== undefined && !(semaphore && s.fault === 'kill'))
     .map((s) => ({
       section: s,
       from: /** @type {number} */ (s.readSeq),
@@ -122,10 +137,37 @@ export function analyze(checker, elapsedMs) {
   let toldOverlaps = 0;
   /** @type {Set<Section>} */
   const staleHolders = new Set();
-  for (let i = 0; i < intervals.length; i++) {
+  if (semaphore) {
+    /** @type {typeof intervals} */
+    let inside = [];
+    for (const interval of intervals) {
+      inside = inside.filter((other) => other.to > interval.from);
+      if (inside.length >= checker.limit) {
+        overlaps++;
+        const fresh = interval.section;
+        const explained = inside.find(({ section }) => explainedBy(section));
+        const told = inside.find(
+          ({ section }) => section.lostSeq !== undefined && section.lostSeq < fresh.acquiredSeq,
+        );
+        if (explained) explainedOverlaps++;
+        else if (told) toldOverlaps++;
+        else {
+          violations.push(
+            `${inside.length + 1} holders inside a semaphore of limit ${checker.limit}: ` +
+              `workers ${[...inside.map(({ section }) => section.worker), fresh.worker].join(', ')}`,
+          );
+        }
+        const stale = (explained ?? told ?? inside[0]).section;
+        staleHolders.add(stale);
+      }
+      inside.push(interval);
+    }
+  }
+  for (let i = 0; i < (semaphore ? 0 : intervals.length); i++) {
     for (let j = i + 1; j < intervals.length && intervals[j].from < intervals[i].to; j++) {
-      overlaps++;
       const [a, b] = [intervals[i].section, intervals[j].section];
+      if (a.share === 'read' && b.share === 'read') continue;
+      overlaps++;
       const [stale, fresh] = a.token < b.token ? [a, b] : [b, a];
       const where = `workers ${stale.worker} (token ${stale.token}) and ${fresh.worker} (token ${fresh.token})`;
       staleHolders.add(stale);
@@ -171,8 +213,18 @@ export function analyze(checker, elapsedMs) {
     masters: checker.masterCount,
     quorum: Math.floor(checker.masterCount / 2) + 1,
     processes: checker.processesStarted,
+    /**
+     * Sections whose lock went to a caller of the same process as the section before (with
+     * several callers per worker: the same-process handover).
+     */
+    sameProcessHandovers: sections.filter(
+      (section, i) => i > 0 && sections[i - 1].worker === section.worker,
+    ).length,
     workersAtOnce: checker.workerCount,
     ttl: checker.ttl,
+    kind: checker.kind === 'semaphore' ? `semaphore (limit ${checker.limit})` : checker.kind,
+    /** The most sections inside at once (readers and writers alike). */
+    mostInside: mostInside(intervals),
     fenceReads: checker.resource.fenceReads,
     sections: sections.length,
     acceptedWrites: acceptedWrites.length,
@@ -245,6 +297,22 @@ export function analyze(checker, elapsedMs) {
 }
 
 /**
+ * The most intervals open at once.
+ * @param {{ from: number, to: number }[]} intervals sorted by `from`
+ */
+function mostInside(intervals) {
+  let most = 0;
+  /** @type {number[]} */
+  let ends = [];
+  for (const { from, to } of intervals) {
+    ends = ends.filter((end) => end > from);
+    ends.push(to);
+    most = Math.max(most, ends.length);
+  }
+  return most;
+}
+
+/**
  * @param {unknown[]} values milliseconds
  * @param {string} [note] what to compare them with
  */
@@ -270,8 +338,10 @@ export function formatSummary(r) {
       .map(([k, v]) => `${k} ${String(v)}`)
       .join(', ') || 'none';
   const lines = [
-    `safety checker: ${r.ok ? 'PASS' : 'FAIL'} (${(r.elapsedMs / 1000).toFixed(1)} s, ttl ${r.ttl} ms, reads ${r.fenceReads ? '' : 'not '}fenced)`,
-    `  processes              ${r.processes} (${r.workersAtOnce} at a time)`,
+    `safety checker: ${r.ok ? 'PASS' : 'FAIL'} (${r.kind}, ${(r.elapsedMs / 1000).toFixed(1)} s, ttl ${r.ttl} ms, reads ${r.fenceReads ? '' : 'not '}fenced)`,
+    `  most inside at once    ${r.mostInside}`,
+    `  processes              ${r.processes} (${r.workersAtOnce} at a time)` +
+      (r.sameProcessHandovers > 0 ? `, ${r.sameProcessHandovers} same-process handovers` : ''),
     `  critical sections      ${r.sections} entered, ${r.acceptedWrites} accepted (counter ${r.counter})`,
     `  faults injected        ${kv(r.faultsByKind)}`,
     `  overlaps found         ${r.overlaps} pairs (${r.explainedOverlaps} explained by a fault, ` +

@@ -46,6 +46,20 @@
  *   written and the holder was told, so that its write comes stale: the holder must be told
  *   (signal aborted, at the latest when its validity runs out), its write must be refused by
  *   the fencing guard, `using` must reject with LockLostError, and work must go on.
+ *
+ * ZooKeeper mode (`zookeeper: { server }`): the workers' LockModules use the given ZooKeeper
+ * server (each through a TCP proxy of its own, here), under a root of the run's own. Faults:
+ * - `kill`: as above, except that the bound is the killed holder's node: nobody may acquire
+ *   while the checker still sees it (it goes when the holder's session expires).
+ * - `stop`: as above (the stopped holder's session expires, and another takes the lock).
+ * - `restart`: kill -9 the ZooKeeper server and start it again on the same port, with its data:
+ *   sessions and nodes may survive, but the holder's validity runs out while the server is
+ *   down, so it must be told (signal aborted, LockLostError), and work must go on.
+ * - `expire`: stall the holder's connection (its proxy) until its session expired and a newer
+ *   holder wrote; its read goes through first, its reply held back. The holder must be told
+ *   within its validity and BEFORE the next holder acquired, its stale write must be refused,
+ *   and `using` must reject with LockLostError.
+ * At the end, no node may be left under the run's root.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -56,6 +70,7 @@ import { analyze } from './analyze.mjs';
 import { LockServers } from './masters.mjs';
 import { randomInt, shuffled } from './random.mjs';
 import { FencedCounter } from './resource.mjs';
+import { ZooKeeperProbe } from './zookeeper-probe.mjs';
 
 /** @import { ReadRequest, WorkerMessage } from './worker.mjs' */
 
@@ -72,7 +87,7 @@ const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.meta.url));
 
 /**
- * @typedef {'kill' | 'stop' | 'restart' | 'minority' | 'majority' | WaiterFaultKind} FaultKind
+ * @typedef {'kill' | 'stop' | 'restart' | 'minority' | 'majority' | 'expire' | WaiterFaultKind} FaultKind
  * @typedef {'lag' | 'kill-waiter' | 'short-ttl'} WaiterFaultKind
  */
 /** The faults aimed at the waiters of the fair handover (single Redis). */
@@ -86,6 +101,8 @@ export const FAULT_KINDS = /** @type {const} */ ([
 ]);
 /** The faults of the RedLock mode, and its default plan. */
 export const REDLOCK_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'minority', 'majority']);
+/** The faults of the ZooKeeper mode, and its default plan. */
+export const ZOOKEEPER_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'restart', 'expire']);
 
 /**
  * How late after its validity ran out a holder may hear that its lock is lost: the worker's
@@ -119,6 +136,9 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  * @property {{ masters?: number, nodeTimeout?: number }} [redlock] the RedLock mode instead:
  *   the checker starts that many redis-servers (default 5, at least 3) and stops them at the
  *   end; `nodeTimeout` is the workers' per-master timeout (default 100 ms)
+ * @property {{ server: { address: string, port: number, restart(): Promise<void> } }} [zookeeper]
+ *   the ZooKeeper mode instead: the workers lock on this server (a ZooKeeperServer from
+ *   test/support/zookeeper-server.js), which the checker restarts, never stops
  * @property {number} [workers] P, the number of worker processes alive at any time (≥ 6)
  * @property {number} [ttl] the lock's TTL in ms
  * @property {FaultKind[]} [faults] the faults to inject, in order
@@ -129,6 +149,12 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  * @property {[number, number]} [lagMs] how late, in ms, `lag` delivers the lagging waiters'
  *   pub/sub traffic (drawn between the two for each fault; default 1–3 s)
  * @property {(line: string) => void} [log] progress lines
+ * @property {{ limit: number } | 'rw'} [kind] a semaphore of `limit` permits, or a read-write
+ *   lock (one section in three a writer), instead of a mutex; single Redis only
+ * @property {number} [callers] callers per worker process (default 1), each running sections
+ *   of its own: with several, a release hands the lock straight to the next caller of its own
+ *   process (the same-process handover), which the faults then meet too. Not with `kill-waiter`,
+ *   which tells a worker's waiting by its one caller.
  */
 
 /**
@@ -152,6 +178,7 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  * @property {number} [releasedAt]
  * @property {string} [outcome] 'ok' or the name of the error `using` rejected with
  * @property {FaultKind} [fault] the fault this section was the victim of
+ * @property {'read' | 'write'} [share] a read-write lock's section: a reader's or a writer's
  */
 
 /**
@@ -215,17 +242,34 @@ class WorkerHandle {
 export class SafetyChecker {
   /** @param {CheckerOptions} options */
   constructor(options) {
-    if ((options.redis === undefined) === (options.redlock === undefined)) {
-      throw new Error('SafetyChecker: give either `redis` (one Redis) or `redlock` (N masters)');
+    const modes = [options.redis, options.redlock, options.zookeeper];
+    if (modes.filter((mode) => mode !== undefined).length !== 1) {
+      throw new Error(
+        'SafetyChecker: give one of `redis` (one Redis), `redlock` (N masters) or `zookeeper`',
+      );
     }
     this.redis = options.redis;
+    this.zookeeper = options.zookeeper;
+    /** The ZooKeeper mode's root, of this run alone. */
+    this.zookeeperRoot = `/checker-${process.pid}-${Date.now().toString(36)}`;
+    /** @type {ZooKeeperProbe | undefined} set up by {@link run} in the ZooKeeper mode */
+    this.probe = undefined;
     this.masterCount = options.redlock ? Math.max(3, options.redlock.masters ?? 5) : 1;
     this.nodeTimeout = options.redlock?.nodeTimeout ?? 100;
     this.workerCount = Math.max(6, options.workers ?? 6);
     this.ttl = options.ttl ?? 400;
     /** @type {readonly FaultKind[]} */
-    const kinds = options.redlock ? REDLOCK_FAULT_KINDS : FAULT_KINDS;
-    this.faultPlan = options.faults ?? [...kinds];
+    const kinds = options.redlock
+      ? REDLOCK_FAULT_KINDS
+      : options.zookeeper
+        ? ZOOKEEPER_FAULT_KINDS
+        : FAULT_KINDS;
+    /** Callers per worker process. */
+    this.callers = options.callers ?? 1;
+    this.faultPlan =
+      options.faults ??
+      // kill-waiter tells a worker's waiting by its one caller.
+      kinds.filter((kind) => this.callers === 1 || kind !== 'kill-waiter');
     // A fault of the other mode would test nothing (no single server to restart under RedLock,
     // no minority to lose on one server): refuse it rather than pass without testing.
     const foreign = this.faultPlan.filter((kind) => !kinds.includes(kind));
@@ -236,14 +280,25 @@ export class SafetyChecker {
     this.gapMs = options.gapMs ?? 600;
     this.tailMs = options.tailMs ?? 500;
     this.lagMs = options.lagMs ?? [1_000, 3_000];
-    // With `lag`, each worker reaches Redis through a proxy of its own in this process.
-    this.proxied = this.faultPlan.includes('lag');
+    // With `lag`, each worker reaches Redis through a proxy of its own in this process; with
+    // ZooKeeper, always (for `expire`).
+    this.proxied = this.faultPlan.includes('lag') || this.zookeeper !== undefined;
     /** @type {Promise<void>[]} the proxies of workers that exited, stopping */
     this.proxiesStopping = [];
     this.log = options.log ?? (() => undefined);
     this.keyPrefix = `checker:${process.pid}:${Date.now().toString(36)}:`;
     this.key = 'counter';
-    this.resource = new FencedCounter({ fenceReads: options.fenceReads ?? true });
+    if (this.callers > 1 && this.faultPlan.includes('kill-waiter')) {
+      throw new Error('SafetyChecker: kill-waiter needs one caller per worker');
+    }
+    if (options.kind && (options.redlock || options.zookeeper)) {
+      throw new Error('SafetyChecker: only one Redis has semaphores and read-write locks');
+    }
+    /** The semaphore's limit, 1 for a mutex or a read-write lock. */
+    this.limit = options.kind && options.kind !== 'rw' ? options.kind.limit : 1;
+    /** @type {'mutex' | 'semaphore' | 'rw'} */
+    this.kind = options.kind === 'rw' ? 'rw' : options.kind ? 'semaphore' : 'mutex';
+    this.resource = new FencedCounter({ fenceReads: options.fenceReads ?? true, kind: this.kind });
     this.seq = 0;
     /** @type {Map<number, WorkerHandle>} */
     this.workers = new Map();
@@ -296,9 +351,13 @@ export class SafetyChecker {
     }
     const startedAt = Date.now();
     try {
-      this.servers = this.redis
-        ? LockServers.single(this.redis)
-        : await LockServers.redlock(this.masterCount);
+      if (this.zookeeper) {
+        this.probe = await ZooKeeperProbe.connect(this.zookeeper.server.address);
+      } else {
+        this.servers = this.redis
+          ? LockServers.single(this.redis)
+          : await LockServers.redlock(this.masterCount);
+      }
       await Promise.all(Array.from({ length: this.workerCount }, () => this.spawnWorker()));
       this.log(`${this.workerCount} workers up after ${Date.now() - startedAt} ms`);
       await this.nemesis();
@@ -310,9 +369,11 @@ export class SafetyChecker {
     } finally {
       try {
         await this.shutdown();
+        await this.checkNoNodesLeft();
       } finally {
         // The RedLock masters go even if the shutdown failed: nobody else would stop them.
         await this.servers?.close();
+        this.probe?.close();
       }
     }
     return analyze(this, Date.now() - startedAt);
@@ -323,7 +384,8 @@ export class SafetyChecker {
   /** Forks one worker and resolves once its Nest context is up. */
   async spawnWorker() {
     const id = this.nextWorkerId++;
-    const proxy = this.proxied && this.redis ? await TcpProxy.start(this.redis.port) : undefined;
+    const target = this.redis?.port ?? this.zookeeper?.server.port;
+    const proxy = this.proxied && target ? await TcpProxy.start(target) : undefined;
     const child = fork(WORKER_PATH, [], {
       execArgv: [],
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -331,7 +393,10 @@ export class SafetyChecker {
         ...process.env,
         // One URL, or the masters' URLs comma-separated for RedLock (empty otherwise, in case
         // the parent's environment had some).
-        CHECKER_REDIS_URL: this.redlock ? '' : (proxy?.url ?? this.lockServers.urls[0]),
+        CHECKER_REDIS_URL:
+          this.redlock || this.zookeeper ? '' : (proxy?.url ?? this.lockServers.urls[0]),
+        CHECKER_ZOOKEEPER: this.zookeeper && proxy ? `127.0.0.1:${proxy.port}` : '',
+        CHECKER_ZOOKEEPER_ROOT: this.zookeeperRoot,
         CHECKER_REDIS_URLS: this.redlock ? this.lockServers.urls.join(',') : '',
         CHECKER_NODE_TIMEOUT: String(this.nodeTimeout),
         CHECKER_KEY: this.key,
@@ -339,6 +404,8 @@ export class SafetyChecker {
         CHECKER_TTL: String(this.ttl),
         CHECKER_WAIT_TIMEOUT: '5000',
         CHECKER_COMMAND_TIMEOUT: '1000',
+        CHECKER_KIND: this.kind === 'semaphore' ? `semaphore:${this.limit}` : this.kind,
+        CHECKER_CALLERS: String(this.callers),
       },
     });
     this.processesStarted++;
@@ -395,6 +462,7 @@ export class SafetyChecker {
           lockToken: message.lockToken,
           ttl: message.ttl,
           waitedMs: message.waitedMs,
+          share: message.share,
           acquiredSeq: seq,
           acquiredAt: now,
         };
@@ -414,7 +482,7 @@ export class SafetyChecker {
       }
       case 'write': {
         const section = this.section(id, message.token);
-        const accepted = this.resource.write(id, message.token, message.value, seq);
+        const accepted = this.resource.write(id, message.token, message.value, seq, section?.share);
         if (section) {
           section.writeSeq = seq;
           section.writeAccepted = accepted;
@@ -485,8 +553,8 @@ export class SafetyChecker {
    */
   readResource(worker, message) {
     const seq = ++this.seq;
-    const result = this.resource.read(worker.id, message.token, seq);
     const section = this.section(worker.id, message.token);
+    const result = this.resource.read(worker.id, message.token, seq, section?.share);
     if (section) {
       section.readSeq = seq;
       section.readAccepted = result.ok;
@@ -601,7 +669,8 @@ export class SafetyChecker {
     const fault = this.begin(kind, victim.worker.id, victim.message.token);
     if (kind === 'kill') await this.kill(fault, victim.worker);
     else if (kind === 'stop') await this.stop(fault, victim.worker, victim.message);
-    else if (kind === 'restart') await this.restartRedis(fault, victim.worker, victim.message);
+    else if (kind === 'restart') await this.restartServer(fault, victim.worker, victim.message);
+    else if (kind === 'expire') await this.expire(fault, victim.worker, victim.message);
     else {
       const count =
         kind === 'majority' ? this.lockServers.quorum : this.masterCount - this.lockServers.quorum;
@@ -783,7 +852,9 @@ export class SafetyChecker {
     for (const [i, victim] of victims.entries()) {
       const queued = await this.pollUntil(async () => {
         if (victim.waitingTtl !== ttlOf(i)) return false;
-        places[i] = (await this.lockServers.queuedTtls(lockKey)).indexOf(ttlOf(i));
+        places[i] = (await this.lockServers.queuedTtls(lockKey, this.kind !== 'mutex')).indexOf(
+          ttlOf(i),
+        );
         return places[i] >= 2;
       }, deadline - Date.now());
       if (!queued) {
@@ -809,7 +880,10 @@ export class SafetyChecker {
       ),
     );
     const passed = await this.pollUntil(
-      async () => (await this.lockServers.queuedTtls(lockKey)).every((ttl) => ttl < VICTIM_TTL),
+      async () =>
+        (await this.lockServers.queuedTtls(lockKey, this.kind !== 'mutex')).every(
+          (ttl) => ttl < VICTIM_TTL,
+        ),
       20_000,
     );
     const passedSeq = ++this.seq;
@@ -859,29 +933,25 @@ export class SafetyChecker {
   }
 
   /**
-   * SIGKILL a holder. Its key must outlive it by its TTL: nobody else may acquire before the
-   * key's expiry as Redis reported it right after the kill. Under RedLock, before a majority of
-   * the masters has let the holder's copy expire: the quorum-th smallest of their PTTLs.
+   * SIGKILL a holder. Its lock must outlive it: nobody else may acquire before the key's
+   * expiry as Redis reported it right after the kill (under RedLock, before a majority of the
+   * masters has let the holder's copy expire), or, on ZooKeeper, while its node is still seen.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
    */
   async kill(fault, worker) {
+    const lockToken = this.section(worker.id, fault.token)?.lockToken;
     worker.expectedExit = true;
     worker.child.kill('SIGKILL');
     const killSeq = this.seq;
-    const probeSentAt = Date.now();
-    const copies = await this.lockServers.probe(this.keyPrefix + this.key);
-    const freeAfter = this.lockServers.majorityFreeAfter(
-      copies,
-      this.section(worker.id, fault.token)?.lockToken,
-    );
-    // Redis computed each PTTL at or after probeSentAt (same machine, same clock). No copy
-    // left (or none reached) leaves no bound; the check below then only asks for a takeover.
-    const expiresNoEarlierThan = freeAfter > 0 ? probeSentAt + freeAfter : undefined;
-    fault.facts.pttlsAfterKill = copies.map((copy) => copy.pttl);
-    if (expiresNoEarlierThan !== undefined) {
-      fault.facts.freeBoundMs = expiresNoEarlierThan - fault.startedAt;
-    }
+    // Under a semaphore, or a read-write lock whose victim read, others may hold the key beside
+    // the victim: its expiry bounds nobody's acquisition (the analysis counts who was inside).
+    const exclusive =
+      this.kind === 'mutex' || this.section(worker.id, fault.token)?.share === 'write';
+    const bound = this.zookeeper
+      ? await this.nodeLastSeen(fault, lockToken)
+      : // A read-write lock's key holds its kind's marker, not a writer's token.
+        await this.keyExpiry(fault, this.kind === 'mutex' ? lockToken : undefined, exclusive);
     const replacement = this.spawnWorker().catch((/** @type {unknown} */ error) => {
       fault.problems.push(`replacement worker failed: ${String(error)}`);
     });
@@ -893,16 +963,100 @@ export class SafetyChecker {
       fault.problems.push('nobody acquired the lock within 20 s after its holder was killed');
     } else {
       fault.facts.takeoverAfterKillMs = successor.acquiredAt - fault.startedAt;
-      // 2 ms of slack for Redis's and Date.now()'s millisecond rounding.
-      if (expiresNoEarlierThan !== undefined && successor.acquiredAt < expiresNoEarlierThan - 2) {
+      if (bound && successor.acquiredAt < bound.notBefore) {
         fault.problems.push(
-          `worker ${successor.worker} acquired ${expiresNoEarlierThan - successor.acquiredAt} ms ` +
-            "before the killed holder's key could have expired" +
-            (this.redlock ? ' on a majority of the masters' : ''),
+          `worker ${successor.worker} acquired ${bound.notBefore - successor.acquiredAt} ms ` +
+            `before ${bound.what}`,
         );
       }
     }
     await replacement;
+  }
+
+  /**
+   * Redis: when the killed holder's key can expire at the earliest, from its PTTL read right
+   * after the kill (RedLock: the quorum-th smallest of the masters' PTTLs). No copy left (or
+   * none reached), or a victim that did not hold the key alone, leaves no bound; the check then
+   * only asks for a takeover.
+   * @param {Fault} fault
+   * @param {string | undefined} lockToken
+   * @param {boolean} exclusive
+   * @returns {Promise<{ notBefore: number, what: string } | undefined>}
+   */
+  async keyExpiry(fault, lockToken, exclusive) {
+    const probeSentAt = Date.now();
+    const copies = await this.lockServers.probe(this.keyPrefix + this.key);
+    const freeAfter = this.lockServers.majorityFreeAfter(copies, lockToken);
+    fault.facts.pttlsAfterKill = copies.map((copy) => copy.pttl);
+    if (freeAfter <= 0 || !exclusive) return undefined;
+    // Redis computed each PTTL at or after probeSentAt (same machine, same clock).
+    const expiresNoEarlierThan = probeSentAt + freeAfter;
+    fault.facts.freeBoundMs = expiresNoEarlierThan - fault.startedAt;
+    return {
+      // 2 ms of slack for Redis's and Date.now()'s millisecond rounding.
+      notBefore: expiresNoEarlierThan - 2,
+      what:
+        "the killed holder's key could have expired" +
+        (this.redlock ? ' on a majority of the masters' : ''),
+    };
+  }
+
+  /**
+   * ZooKeeper: the killed holder's node outlives it until its session expires. Polls the tree
+   * from right after the kill until the node is gone: nobody may acquire before a probe that
+   * still found it was sent.
+   * @param {Fault} fault
+   * @param {string | undefined} lockToken
+   * @returns {Promise<{ notBefore: number, what: string } | undefined>}
+   */
+  async nodeLastSeen(fault, lockToken) {
+    const probe = this.probe;
+    if (!probe || !lockToken) return undefined;
+    let lastSeenAt = 0;
+    await this.pollUntil(async () => {
+      const sentAt = Date.now();
+      if (!(await probe.hasNodeOf(this.zookeeperRoot, lockToken))) return true;
+      lastSeenAt = sentAt;
+      return false;
+    }, 20_000);
+    fault.facts.nodeGoneAfterKillMs = lastSeenAt ? lastSeenAt - fault.startedAt : 0;
+    return { notBefore: lastSeenAt, what: "the killed holder's node was last seen" };
+  }
+
+  /**
+   * ZooKeeper: stall the holder's connection until its session has expired and a newer holder
+   * wrote. Its read goes through first and its reply is held back, so that its write comes
+   * stale. It must be told within its validity, and before the next holder acquired.
+   * @param {Fault} fault
+   * @param {WorkerHandle} worker
+   * @param {ReadRequest} read
+   */
+  async expire(fault, worker, read) {
+    const section = this.section(worker.id, fault.token);
+    if (!section || !worker.proxy) {
+      fault.problems.push('the holder has no recorded section or no proxy');
+      this.serveRead(worker, read);
+      return;
+    }
+    const readResult = this.readResource(worker, read);
+    const stalledAt = Date.now();
+    worker.proxy.stall();
+    try {
+      await this.loseThrough(fault, worker, section, read, readResult, stalledAt);
+    } finally {
+      worker.proxy.resume();
+    }
+    if (fault.facts.toldBeforeNext === false) {
+      fault.problems.push('the next holder acquired before the cut-off holder was told');
+    }
+  }
+
+  /** ZooKeeper: a violation for every node left under the run's root, which is then deleted. */
+  async checkNoNodesLeft() {
+    if (!this.probe) return;
+    const left = await this.probe.below(this.zookeeperRoot);
+    if (left.length > 0) this.violations.push(`nodes left after the run: ${left.join(', ')}`);
+    await this.probe.remove(this.zookeeperRoot);
   }
 
   /**
@@ -939,7 +1093,10 @@ export class SafetyChecker {
     fault.facts.outcome = section.outcome;
     if (section.lostSeq === undefined)
       fault.problems.push("the woken holder's signal never aborted");
-    if (section.writeAccepted) fault.problems.push("the woken holder's stale write was accepted");
+    // No fencing token tells a stale permit from a current one (see FencedCounter).
+    if (section.writeAccepted && this.kind !== 'semaphore') {
+      fault.problems.push("the woken holder's stale write was accepted");
+    }
     if (section.outcome !== 'LockLostError') {
       fault.problems.push(
         `the woken holder's using() ended with ${section.outcome}, not LockLostError`,
@@ -948,19 +1105,32 @@ export class SafetyChecker {
   }
 
   /**
-   * Restart the lock's redis-server (kill -9, start again empty on the same port) while a holder
-   * is inside; it must be told its lock is lost before it goes on.
+   * Restart the lock's redis-server (kill -9, start again empty on the same port) or ZooKeeper
+   * server (kill -9, start again with its data) while a holder is inside; it must be told its
+   * lock is lost before it goes on.
    * @param {Fault} fault
    * @param {WorkerHandle} worker
    * @param {ReadRequest} read
    */
-  async restartRedis(fault, worker, read) {
+  async restartServer(fault, worker, read) {
     const before = Date.now();
-    await this.lockServers.servers[0].restart();
+    await (this.zookeeper?.server ?? this.lockServers.servers[0]).restart();
     fault.facts.restartMs = Date.now() - before;
     const section = this.section(worker.id, fault.token);
     const told = await this.waitFor(() => section?.lostSeq !== undefined, 4 * this.ttl + 5_000);
-    if (!told) fault.problems.push("the holder's signal was not aborted after Redis restarted");
+    // ZooKeeper restarts with its data: a session, and the holder's node, outlive a restart
+    // shorter than the session timeout, and a renewal answered within the lock's validity
+    // rightly keeps the lock. Not told is then no fault, as long as the node is still there
+    // (a second holder would show as an overlap, and its write would be refused).
+    const kept =
+      !told &&
+      this.probe !== undefined &&
+      section?.lockToken !== undefined &&
+      (await this.probe.hasNodeOf(this.zookeeperRoot, section.lockToken).catch(() => false));
+    fault.facts.keptAcrossRestart = kept;
+    if (!told && !kept) {
+      fault.problems.push("the holder's signal was not aborted after the server restarted");
+    }
     fault.facts.lostReason = section?.lostReason;
     this.serveRead(worker, read);
     const settled = await this.waitFor(() => section?.releasedSeq !== undefined, 15_000);
@@ -969,8 +1139,12 @@ export class SafetyChecker {
       return;
     }
     fault.facts.outcome = section.outcome;
-    if (section.outcome !== 'LockLostError') {
-      fault.problems.push(`the holder's using() ended with ${section.outcome}, not LockLostError`);
+    const expected = kept ? 'ok' : 'LockLostError';
+    if (section.outcome !== expected) {
+      fault.problems.push(`the holder's using() ended with ${section.outcome}, not ${expected}`);
+    }
+    if (kept && !section.writeAccepted) {
+      fault.problems.push('the holder kept its lock across the restart, but its write was refused');
     }
   }
 

@@ -127,10 +127,17 @@ export class LockServers {
    * The TTLs that the waiters queued for the lock `key` asked for, in queue order (fair mode,
    * one server).
    * @param {string} key
+   * @param {boolean} [shared] a semaphore's or read-write lock's queue, kept apart from the mutex's
    * @returns {Promise<number[]>}
    */
-  async queuedTtls(key) {
-    const ttls = await this.probes[0].eval(QUEUED_TTLS, 2, `{${key}}:queue`, `{${key}}:waiters`);
+  async queuedTtls(key, shared = false) {
+    const [queue, waiters] = shared ? ['line', 'places'] : ['queue', 'waiters'];
+    const ttls = await this.probes[0].eval(
+      QUEUED_TTLS,
+      2,
+      `{${key}}:${queue}`,
+      `{${key}}:${waiters}`,
+    );
     return /** @type {unknown[]} */ (ttls).map(Number);
   }
 

@@ -9,16 +9,28 @@
  * write accepted, and the newer holder, which read the same value, then overwrites it: a lost
  * update that no fencing token stops (`fenceReads: false` runs with a write-only guard).
  *
+ * Under a semaphore (`kind: 'semaphore'`), up to `limit` holders work at once: no fencing token
+ * can tell a stale permit from a current one, so nothing is fenced, and a write adds one to the
+ * counter (each holder counts its section) instead of setting the value. Under a read-write lock
+ * (`kind: 'rw'`), a reader's read is refused when a writer with a newer token has come (that
+ * writer could only get in once the reader had lost its share), and a writer is refused when a
+ * holder of either kind with a newer token has come; readers' tokens do not fence one another
+ * (they come in together, in any order), and a reader's write only marks where its section
+ * ends (a `leave`, which changes nothing).
+ *
  * Every operation is appended to `log` with a global sequence number, the order in which this
  * single process handled it: the checker's analysis runs on that order, not on clocks.
  */
 export class FencedCounter {
-  /** @param {{ fenceReads?: boolean }} [options] */
+  /** @param {{ fenceReads?: boolean, kind?: 'mutex' | 'semaphore' | 'rw' }} [options] */
   constructor(options = {}) {
     this.fenceReads = options.fenceReads ?? true;
+    this.kind = options.kind ?? 'mutex';
     this.value = 0;
     this.highestToken = 0;
-    /** @type {{ op: 'read' | 'write', worker: number, token: number, accepted: boolean, value: number, seq: number, at: number }[]} */
+    /** Under a read-write lock: the highest token a reader presented. */
+    this.highestReader = 0;
+    /** @type {{ op: 'read' | 'write' | 'leave', worker: number, token: number, accepted: boolean, value: number, seq: number, at: number }[]} */
     this.log = [];
   }
 
@@ -26,11 +38,17 @@ export class FencedCounter {
    * @param {number} worker
    * @param {number} token
    * @param {number} seq
+   * @param {'read' | 'write'} [share] a read-write lock's holder: a reader or a writer
    * @returns {{ ok: boolean, value: number }}
    */
-  read(worker, token, seq) {
-    const accepted = !this.fenceReads || token >= this.highestToken;
-    if (accepted && this.fenceReads) this.highestToken = token;
+  read(worker, token, seq, share) {
+    const fenced = this.fenceReads && this.kind !== 'semaphore';
+    const floor = share === 'read' ? this.highestToken : this.writerFloor();
+    const accepted = !fenced || token >= floor;
+    if (accepted && fenced) {
+      if (share === 'read') this.highestReader = Math.max(this.highestReader, token);
+      else this.highestToken = token;
+    }
     this.log.push({ op: 'read', worker, token, accepted, value: this.value, seq, at: Date.now() });
     return { ok: accepted, value: this.value };
   }
@@ -40,15 +58,46 @@ export class FencedCounter {
    * @param {number} token
    * @param {number} value
    * @param {number} seq
-   * @returns {boolean} whether the write was accepted
+   * @param {'read' | 'write'} [share] a read-write lock's holder: a reader or a writer
+   * @returns {boolean} whether the write was accepted (a reader's: false, it writes nothing)
    */
-  write(worker, token, value, seq) {
-    const accepted = token >= this.highestToken;
+  write(worker, token, value, seq, share) {
+    if (share === 'read') {
+      this.log.push({
+        op: 'leave',
+        worker,
+        token,
+        accepted: false,
+        value: this.value,
+        seq,
+        at: Date.now(),
+      });
+      return false;
+    }
+    if (this.kind === 'semaphore') {
+      this.value++;
+      this.log.push({
+        op: 'write',
+        worker,
+        token,
+        accepted: true,
+        value: this.value,
+        seq,
+        at: Date.now(),
+      });
+      return true;
+    }
+    const accepted = token >= this.writerFloor();
     if (accepted) {
       this.highestToken = token;
       this.value = value;
     }
     this.log.push({ op: 'write', worker, token, accepted, value, seq, at: Date.now() });
     return accepted;
+  }
+
+  /** The lowest token a writer may present: no holder with a newer one may have come. */
+  writerFloor() {
+    return Math.max(this.highestToken, this.highestReader);
   }
 }

@@ -19,7 +19,11 @@
  * Configuration comes in the environment: CHECKER_REDIS_URL, CHECKER_KEY,
  * CHECKER_KEY_PREFIX, CHECKER_TTL, CHECKER_WAIT_TIMEOUT, CHECKER_COMMAND_TIMEOUT; for RedLock,
  * CHECKER_REDIS_URLS (the masters, comma-separated) and CHECKER_NODE_TIMEOUT instead of the
- * URL and the command timeout.
+ * URL and the command timeout; for ZooKeeper, CHECKER_ZOOKEEPER (a connection string) and
+ * CHECKER_ZOOKEEPER_ROOT instead of the URL. CHECKER_KIND picks the kind of lock: `mutex` (the
+ * default), `semaphore:<limit>` (every section holds a permit), or `rw` (a section is a writer
+ * one time in three, and otherwise a reader, whose write the resource only records as the end
+ * of its read).
  */
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
@@ -34,7 +38,14 @@ import { randomInt } from './random.mjs';
  * What a worker sends the checker.
  * @typedef {{ type: 'ready', pid: number }
  *   | { type: 'waiting', ttl: number }
- *   | { type: 'acquired', token: number, lockToken: string, ttl: number, waitedMs: number }
+ *   | {
+ *       type: 'acquired',
+ *       token: number,
+ *       lockToken: string,
+ *       ttl: number,
+ *       waitedMs: number,
+ *       share: 'read' | 'write' | undefined,
+ *     }
  *   | { type: 'lost', token: number, reason: string }
  *   | ReadRequest
  *   | WriteRequest
@@ -70,6 +81,11 @@ const env = process.env;
 const key = env.CHECKER_KEY ?? 'checker';
 const ttl = Number(env.CHECKER_TTL ?? 400);
 const masters = env.CHECKER_REDIS_URLS ? env.CHECKER_REDIS_URLS.split(',') : undefined;
+const kind = env.CHECKER_KIND ?? 'mutex';
+const callers = Number(env.CHECKER_CALLERS ?? 1);
+const limit = kind.startsWith('semaphore:') ? Number(kind.slice('semaphore:'.length)) : undefined;
+/** The ZooKeeper mode's server (through the checker's proxy for this worker), if any. */
+const zookeeper = env.CHECKER_ZOOKEEPER || undefined;
 
 /** @param {WorkerMessage} message */
 function send(message) {
@@ -159,21 +175,36 @@ function watchedClient(/** @type {string} */ url) {
   };
   return client;
 }
-const client = masters ? undefined : watchedClient(env.CHECKER_REDIS_URL ?? '');
+const client = masters || zookeeper ? undefined : watchedClient(env.CHECKER_REDIS_URL ?? '');
+
+/** The backend's module options: ZooKeeper, RedLock's masters, or the one Redis. */
+function backendOptions() {
+  if (zookeeper) {
+    return {
+      // The session is the lease: the ttl may be two thirds of it.
+      zookeeper: {
+        connectionString: zookeeper,
+        sessionTimeout: Math.ceil(ttl * 1.5),
+        root: env.CHECKER_ZOOKEEPER_ROOT,
+      },
+      commandTimeout: Number(env.CHECKER_COMMAND_TIMEOUT ?? 1000),
+    };
+  }
+  // RedLock bounds each master by nodeTimeout and refuses commandTimeout at boot.
+  return masters
+    ? { redis: masters, nodeTimeout: Number(env.CHECKER_NODE_TIMEOUT ?? 100) }
+    : { redis: client, commandTimeout: Number(env.CHECKER_COMMAND_TIMEOUT ?? 1000) };
+}
 
 class CheckerWorkerModule {}
 // A class decorator applied by hand: it records metadata on the class and returns nothing.
 Module({
   imports: [
     LockModule.forRoot({
-      redis: masters ?? client,
+      ...backendOptions(),
       keyPrefix: env.CHECKER_KEY_PREFIX ?? 'lock:',
       ttl,
       waitTimeout: Number(env.CHECKER_WAIT_TIMEOUT ?? 5000),
-      // RedLock bounds each master by nodeTimeout and refuses commandTimeout at boot.
-      ...(masters
-        ? { nodeTimeout: Number(env.CHECKER_NODE_TIMEOUT ?? 100) }
-        : { commandTimeout: Number(env.CHECKER_COMMAND_TIMEOUT ?? 1000) }),
     }),
   ],
 })(CheckerWorkerModule);
@@ -197,71 +228,87 @@ function grantedButLost(error) {
   return undefined;
 }
 
-while (!stopping) {
-  /** @type {number | undefined} */
-  let fencingToken;
-  let signalAbortedAtWrite = false;
-  let wrote = false;
-  const sectionTtl = callTtl ?? ttl;
-  const [minWork, maxWork] = work;
-  const waitStarted = performance.now();
-  grants.length = 0;
-  send({ type: 'waiting', ttl: sectionTtl });
-  try {
-    await locks.using(
-      key,
-      async (lock) => {
-        fencingToken = lock.fencingToken;
-        const token = lock.fencingToken;
-        // The lock's own token too: it is what the lock key holds in Redis, which the checker
-        // reads to see on which masters the lock is.
+/** One caller: critical sections, one after the other, until told to stop. */
+async function runSections() {
+  while (!stopping) {
+    /** @type {number | undefined} */
+    let fencingToken;
+    let signalAbortedAtWrite = false;
+    let wrote = false;
+    const sectionTtl = callTtl ?? ttl;
+    const [minWork, maxWork] = work;
+    const waitStarted = performance.now();
+    // Grants of this call are those sent since it started (other callers' too, with several:
+    // their answer times are then only a looser excuse); keep the list short.
+    grants.splice(0, Math.max(0, grants.length - 64));
+    /** @type {'read' | 'write' | undefined} */
+    const share = kind === 'rw' ? (randomInt(1, 3) === 1 ? 'write' : 'read') : undefined;
+    send({ type: 'waiting', ttl: sectionTtl });
+    try {
+      await locks.using(
+        key,
+        async (lock) => {
+          fencingToken = lock.fencingToken;
+          const token = lock.fencingToken;
+          // The lock's own token too: it is what the lock key holds in Redis, which the checker
+          // reads to see on which masters the lock is.
+          send({
+            type: 'acquired',
+            token,
+            lockToken: lock.token,
+            ttl: sectionTtl,
+            waitedMs: Math.round(performance.now() - waitStarted),
+            share,
+          });
+          lock.signal.addEventListener(
+            'abort',
+            // The library aborts a lock's signal with the LockLostError that says why.
+            () => {
+              /** @type {unknown} */
+              const lost = lock.signal.reason;
+              send({
+                type: 'lost',
+                token,
+                reason: lost instanceof LockLostError ? lost.reason : '',
+              });
+            },
+            { once: true },
+          );
+          if (lock.signal.aborted) send({ type: 'lost', token, reason: 'aborted at start' });
+          const read = await request({ type: 'read', token });
+          if (!read.ok) return; // the guard refused even the read: a newer holder got there first
+          await sleep(randomInt(minWork, maxWork));
+          signalAbortedAtWrite = lock.signal.aborted;
+          wrote = true;
+          await request({ type: 'write', token, value: read.value + 1, signalAbortedAtWrite });
+        },
+        { ttl: sectionTtl, ...(limit ? { limit } : {}), ...(share ? { mode: share } : {}) },
+      );
+      send({ type: 'released', token: fencingToken, outcome: 'ok', wrote, signalAbortedAtWrite });
+    } catch (error) {
+      const name = error instanceof Error ? error.name : typeof error;
+      if (fencingToken === undefined) {
+        // Never got the lock (timed out waiting, Redis down): back off a little and retry.
+        const rtts = grants.filter((grant) => grant.sentAt >= waitStarted).map((g) => g.rttMs);
         send({
-          type: 'acquired',
-          token,
-          lockToken: lock.token,
+          type: 'acquireFailed',
+          error: name,
           ttl: sectionTtl,
-          waitedMs: Math.round(performance.now() - waitStarted),
+          grantedButLost: grantedButLost(error),
+          grantRttMs: rtts.length > 0 ? Math.round(Math.max(...rtts)) : undefined,
+          message: error instanceof Error ? error.message : String(error),
         });
-        lock.signal.addEventListener(
-          'abort',
-          // The library aborts a lock's signal with the LockLostError that says why.
-          () => {
-            /** @type {unknown} */
-            const lost = lock.signal.reason;
-            send({ type: 'lost', token, reason: lost instanceof LockLostError ? lost.reason : '' });
-          },
-          { once: true },
-        );
-        if (lock.signal.aborted) send({ type: 'lost', token, reason: 'aborted at start' });
-        const read = await request({ type: 'read', token });
-        if (!read.ok) return; // the guard refused even the read: a newer holder got there first
-        await sleep(randomInt(minWork, maxWork));
-        signalAbortedAtWrite = lock.signal.aborted;
-        wrote = true;
-        await request({ type: 'write', token, value: read.value + 1, signalAbortedAtWrite });
-      },
-      { ttl: sectionTtl },
-    );
-    send({ type: 'released', token: fencingToken, outcome: 'ok', wrote, signalAbortedAtWrite });
-  } catch (error) {
-    const name = error instanceof Error ? error.name : typeof error;
-    if (fencingToken === undefined) {
-      // Never got the lock (timed out waiting, Redis down): back off a little and retry.
-      const rtts = grants.filter((grant) => grant.sentAt >= waitStarted).map((g) => g.rttMs);
-      send({
-        type: 'acquireFailed',
-        error: name,
-        ttl: sectionTtl,
-        grantedButLost: grantedButLost(error),
-        grantRttMs: rtts.length > 0 ? Math.round(Math.max(...rtts)) : undefined,
-        message: error instanceof Error ? error.message : String(error),
-      });
-      await sleep(randomInt(5, 30));
-    } else {
-      send({ type: 'released', token: fencingToken, outcome: name, wrote, signalAbortedAtWrite });
+        await sleep(randomInt(5, 30));
+      } else {
+        send({ type: 'released', token: fencingToken, outcome: name, wrote, signalAbortedAtWrite });
+      }
     }
   }
 }
+
+// Several callers run side by side: a release then hands the lock to the next of them (the
+// same-process handover) as often as to another process.
+await Promise.all(Array.from({ length: callers }, runSections));
 
 await app.close();
 await client?.quit().catch(() => undefined);

@@ -1,0 +1,170 @@
+import { LockKindError, type Lock } from '../../src/index.js';
+import { backends, until, withLockApps } from '../support/backends.js';
+import { sleep, uniquePrefix } from '../support/lock-app.js';
+
+describe.each(backends)('read-write locks (%s store)', (_, makeBackend) => {
+  const prefix = uniquePrefix();
+  const context = withLockApps(3, makeBackend, { keyPrefix: prefix, waitTimeout: 60_000 });
+  const { apps } = context;
+  const keyOf = (name: string) => prefix + name;
+
+  it('lets readers overlap, and never a writer with anyone', async () => {
+    let readers = 0;
+    let writers = 0;
+    let mostReaders = 0;
+    const clashes: string[] = [];
+    const fences: number[] = [];
+    await Promise.all(
+      Array.from({ length: 60 }, (_, i) => {
+        const mode = i % 5 === 0 ? 'write' : 'read';
+        return apps[i % apps.length].locks.using(
+          'report',
+          async (lock) => {
+            fences.push(lock.fencingToken);
+            if (mode === 'write') {
+              if (readers > 0 || writers > 0) clashes.push(`writer ${i} with ${readers} readers`);
+              writers++;
+            } else {
+              if (writers > 0) clashes.push(`reader ${i} with a writer`);
+              readers++;
+              mostReaders = Math.max(mostReaders, readers);
+            }
+            await sleep(2 + Math.random() * 8);
+            if (mode === 'write') writers--;
+            else readers--;
+          },
+          { mode },
+        );
+      }),
+    );
+    expect(clashes).toEqual([]);
+    expect(mostReaders).toBeGreaterThan(1);
+    expect(new Set(fences).size).toBe(60);
+    expect(await context.store.exists(keyOf('report'))).toBe(0);
+    expect(await context.store.lineLength(keyOf('report'))).toBe(0);
+  });
+
+  it('lets a writer in before any reader that came after it, however many keep coming', async () => {
+    let launched = 0;
+    let stop = false;
+    let writerIn = false;
+    const cutIn: number[] = [];
+    const readers: Promise<void>[] = [];
+    let queuedAt = Infinity;
+    const stream = (async () => {
+      while (!stop) {
+        const index = launched++;
+        readers.push(
+          apps[1 + (index % 2)].locks.using(
+            'busy',
+            async () => {
+              if (!writerIn && index >= queuedAt) cutIn.push(index);
+              await sleep(20);
+            },
+            { mode: 'read' },
+          ),
+        );
+        await sleep(3);
+      }
+    })();
+    // Readers overlap without a gap: a writer that waited for none to be inside would starve.
+    await until(async () => launched >= 20);
+    const writer = apps[0].locks.using(
+      'busy',
+      () => {
+        writerIn = true;
+      },
+      { mode: 'write' },
+    );
+    await until(async () => (await context.store.lineLength(keyOf('busy'))) > 0);
+    queuedAt = launched;
+    await writer;
+    const launchedWhileWaiting = launched - queuedAt;
+    stop = true;
+    await stream;
+    await Promise.all(readers);
+    expect(cutIn).toEqual([]);
+    // Readers did keep coming while the writer waited.
+    expect(launchedWhileWaiting).toBeGreaterThan(0);
+  });
+
+  it('serves readers and writers of every instance in the order they came', async () => {
+    const held = await apps[0].locks.acquire('order', { mode: 'write' });
+    const entered: string[] = [];
+    const waits: Promise<Lock>[] = [];
+    const callers: [number, 'read' | 'write'][] = [
+      [1, 'read'],
+      [2, 'write'],
+      [0, 'read'],
+      [1, 'read'],
+    ];
+    for (const [app, mode] of callers) {
+      const queuedBefore = await context.store.lineLength(keyOf('order'));
+      const name = `${mode}${waits.length}`;
+      waits.push(
+        apps[app].locks.acquire('order', { mode }).then((lock) => {
+          entered.push(name);
+          return lock;
+        }),
+      );
+      if (waits.length < 4) {
+        await until(async () => (await context.store.lineLength(keyOf('order'))) > queuedBefore);
+      } else {
+        await sleep(50);
+      }
+    }
+    await held.release();
+    const firstReader = await waits[0];
+    await sleep(50);
+    // The writer waits for the reader before it; the readers after the writer wait for it.
+    expect(entered).toEqual(['read0']);
+    await firstReader.release();
+    const writer = await waits[1];
+    await sleep(50);
+    expect(entered).toEqual(['read0', 'write1']);
+    await writer.release();
+    // Both readers behind the writer get in together, in either order.
+    const lastReaders = await Promise.all(waits.slice(2));
+    expect(entered.slice(0, 2)).toEqual(['read0', 'write1']);
+    expect(entered.slice(2).sort()).toEqual(['read2', 'read3']);
+    await Promise.all(lastReaders.map((lock) => lock.release()));
+  });
+
+  it('refuses a semaphore, and a reader of a key held as a mutex', async () => {
+    const reader = await apps[0].locks.acquire('kinds', { mode: 'read' });
+    await expect(apps[1].locks.tryAcquire('kinds', { limit: 3 })).rejects.toThrow(
+      new LockKindError(keyOf('kinds'), 'a read-write lock', 'a semaphore of limit 3'),
+    );
+    // A writer of the read-write lock is a kind of its own, as it should be for a mutex.
+    expect(await apps[1].locks.tryAcquire('kinds', { mode: 'write' })).toBeNull();
+    await reader.release();
+    const mutex = await apps[1].locks.acquire('kinds');
+    await expect(apps[2].locks.tryAcquire('kinds', { mode: 'read' })).rejects.toThrow(
+      new LockKindError(keyOf('kinds'), 'a mutex', 'a read-write lock (read)'),
+    );
+    await mutex.release();
+  });
+
+  it('lets work nested in a read or write reuse it, and refuses an upgrade', async () => {
+    const { locks } = apps[0];
+    await locks.using(
+      'nested',
+      async (outer) => {
+        const inner = await locks.using('nested', (lock) => lock, { mode: 'read' });
+        expect(inner.token).toBe(outer.token);
+        await expect(locks.using('nested', () => 1, { mode: 'write' })).rejects.toThrow(
+          /held as a read-write lock \(read\) by the surrounding work/,
+        );
+      },
+      { mode: 'read' },
+    );
+    await locks.using(
+      'nested',
+      async (outer) => {
+        const inner = await locks.using('nested', (lock) => lock, { mode: 'read' });
+        expect(inner.token).toBe(outer.token);
+      },
+      { mode: 'write' },
+    );
+  });
+});

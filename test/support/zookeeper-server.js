@@ -1,0 +1,248 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { endProcess, freePort, registerPid } from './redis-server.js';
+
+/** Where Debian's `zookeeper` package puts the server and its default configuration. */
+const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
+const CLASSPATH = `/etc/zookeeper/conf:${ZOOKEEPER_JAR}`;
+
+/**
+ * A short tick, so that sessions can be as short as 2 ticks (a killed holder's session expires
+ * within a second or so) and elections end quickly; sessions may last up to 30 s.
+ */
+export const TICK_TIME = 200;
+
+/** Says how to get the ZooKeeper server when it is missing, instead of failing obscurely. */
+export function assertZooKeeperInstalled() {
+  if (!existsSync(ZOOKEEPER_JAR)) {
+    throw new Error(
+      `${ZOOKEEPER_JAR} is missing; the ZooKeeper tests start their own ZooKeeper servers.\n` +
+        'Install it, e.g. `sudo apt-get install -y zookeeper` (Debian/Ubuntu; it brings a ' +
+        'Java runtime along), then run `npm test` again.',
+    );
+  }
+}
+
+/**
+ * Sends a four-letter command (`srvr`, `ruok`) and returns the answer, or '' when the server
+ * does not answer.
+ * @param {number} port
+ * @param {string} command
+ * @returns {Promise<string>}
+ */
+export function fourLetters(port, command) {
+  return new Promise((resolve) => {
+    let answer = '';
+    const socket = connect(port, '127.0.0.1');
+    socket.setTimeout(1000);
+    socket.once('connect', () => socket.write(command));
+    socket.on('data', (data) => (answer += String(data)));
+    socket.once('end', () => resolve(answer));
+    socket.once('error', () => resolve(''));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve('');
+    });
+  });
+}
+
+/**
+ * One throwaway ZooKeeper server on free loopback ports, with its own zoo.cfg and data in a
+ * temporary directory: a standalone server, or a member of an ensemble (see
+ * {@link ZooKeeperEnsemble}). Tests kill it, pause it, restart it on the same ports (keeping
+ * its data, like a crashed server that comes back), and stop it.
+ */
+export class ZooKeeperServer {
+  /** @type {import('node:child_process').ChildProcess | undefined} */
+  #process;
+
+  /**
+   * @param {{ port: number, dir: string, id?: number, peers?: string[] }} config `peers`: the
+   *   `server.N=` lines of an ensemble; `id`: this member's number in them
+   */
+  constructor({ port, dir, id, peers }) {
+    /** @readonly */
+    this.port = port;
+    /** @readonly */
+    this.dir = dir;
+    /** @readonly */
+    this.id = id;
+    this.ensemble = peers !== undefined;
+    const dataDir = join(dir, 'data');
+    mkdirSync(dataDir, { recursive: true });
+    if (id !== undefined) writeFileSync(join(dataDir, 'myid'), `${id}\n`);
+    writeFileSync(
+      join(dir, 'zoo.cfg'),
+      [
+        `tickTime=${TICK_TIME}`,
+        `dataDir=${dataDir}`,
+        `clientPort=${port}`,
+        'clientPortAddress=127.0.0.1',
+        'admin.enableServer=false',
+        '4lw.commands.whitelist=srvr,ruok,wchp',
+        'initLimit=25',
+        'syncLimit=10',
+        'maxSessionTimeout=30000',
+        ...(peers ?? []),
+        '',
+      ].join('\n'),
+    );
+  }
+
+  /** `127.0.0.1:port`, for a connection string. */
+  get address() {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get pid() {
+    return this.#process?.pid;
+  }
+
+  /**
+   * Starts a standalone server on a free port.
+   * @returns {Promise<ZooKeeperServer>}
+   */
+  static async start() {
+    assertZooKeeperInstalled();
+    const server = new ZooKeeperServer({
+      port: await freePort(),
+      dir: mkdtempSync(join(tmpdir(), 'lock-zk-')),
+    });
+    await server.launch();
+    await server.serving();
+    return server;
+  }
+
+  /** Starts the server process (an ensemble member serves once a quorum has formed). */
+  async launch() {
+    const main = this.ensemble
+      ? 'org.apache.zookeeper.server.quorum.QuorumPeerMain'
+      : 'org.apache.zookeeper.server.ZooKeeperServerMain';
+    const child = spawn(
+      'java',
+      ['-Xmx128m', '-XX:+UseSerialGC', '-cp', CLASSPATH, main, join(this.dir, 'zoo.cfg')],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    this.#process = child;
+    registerPid(child.pid);
+    let output = '';
+    child.stderr?.on('data', (chunk) => (output = (output + String(chunk)).slice(-2000)));
+    this.exited = once(child, 'exit').then(([code]) => `exited with code ${code}: ${output}`);
+  }
+
+  /** Resolves once the server serves clients (for an ensemble member: once it has a leader). */
+  async serving() {
+    for (let tries = 0; tries < 600; tries++) {
+      if (/Mode: (standalone|leader|follower)/.test(await this.srvr())) return;
+      if (!this.#process || this.#process.exitCode !== null) {
+        throw new Error(`ZooKeeper on port ${this.port} ${await this.exited}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`ZooKeeper on port ${this.port} did not start serving`);
+  }
+
+  /** The server's `srvr` report ('' when it does not answer). */
+  srvr() {
+    return fourLetters(this.port, 'srvr');
+  }
+
+  /** Whether this ensemble member leads. */
+  async isLeader() {
+    return (await this.srvr()).includes('Mode: leader');
+  }
+
+  /** SIGKILL: the server vanishes without a word, as in a crash. */
+  async kill() {
+    await this.#end('SIGKILL');
+  }
+
+  /** SIGSTOP: the server stays connected but answers nothing, as in a long pause. */
+  pause() {
+    this.#process?.kill('SIGSTOP');
+  }
+
+  resume() {
+    this.#process?.kill('SIGCONT');
+  }
+
+  /** Starts the server again on the same ports, with the data it had. */
+  async restart() {
+    await this.kill();
+    await this.launch();
+    await this.serving();
+  }
+
+  /** Stops the server and deletes its directory. */
+  async stop() {
+    this.resume();
+    await this.#end('SIGKILL');
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** @param {NodeJS.Signals} signal */
+  async #end(signal) {
+    const child = this.#process;
+    this.#process = undefined;
+    await endProcess(child, signal);
+  }
+}
+
+/** A ZooKeeper ensemble of `size` servers on free loopback ports. */
+export class ZooKeeperEnsemble {
+  /** @param {ZooKeeperServer[]} servers */
+  constructor(servers) {
+    /** @readonly */
+    this.servers = servers;
+  }
+
+  /** The client connection string of every member. */
+  get connectionString() {
+    return this.servers.map((server) => server.address).join(',');
+  }
+
+  /**
+   * @param {number} [size]
+   * @returns {Promise<ZooKeeperEnsemble>}
+   */
+  static async start(size = 3) {
+    assertZooKeeperInstalled();
+    /** @type {number[]} */
+    const ports = [];
+    for (let i = 0; i < size * 3; i++) ports.push(await freePort());
+    const peers = Array.from(
+      { length: size },
+      (_, i) => `server.${i + 1}=127.0.0.1:${ports[3 * i + 1]}:${ports[3 * i + 2]}`,
+    );
+    const servers = Array.from(
+      { length: size },
+      (_, i) =>
+        new ZooKeeperServer({
+          port: ports[3 * i],
+          dir: mkdtempSync(join(tmpdir(), `lock-zk-${i + 1}-`)),
+          id: i + 1,
+          peers,
+        }),
+    );
+    await Promise.all(servers.map((server) => server.launch()));
+    await Promise.all(servers.map((server) => server.serving()));
+    return new ZooKeeperEnsemble(servers);
+  }
+
+  /** The member that leads now (waits for an election to end). */
+  async leader() {
+    for (let tries = 0; tries < 600; tries++) {
+      for (const server of this.servers) if (await server.isLeader()) return server;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('the ensemble has no leader');
+  }
+
+  async stop() {
+    await Promise.all(this.servers.map((server) => server.stop()));
+  }
+}

@@ -1,0 +1,139 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { LockLostError, type Lock } from '../../src/index.js';
+import { aborted, bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { ZooKeeperServer } from '../support/zookeeper-server.js';
+import { ZooKeeperTree } from '../support/zookeeper-tree.js';
+
+const ZOOKEEPER_PROCESS = fileURLToPath(
+  new URL('../support/zookeeper-process.mjs', import.meta.url),
+);
+
+/** A separate process that holds `key` until it is killed; resolves with its fencing token. */
+async function holdInProcess(
+  connectionString: string,
+  root: string,
+  key: string,
+): Promise<{ child: ChildProcess; fencingToken: number }> {
+  const child = fork(ZOOKEEPER_PROCESS, ['hold'], {
+    execArgv: [],
+    stdio: 'inherit',
+    env: { ...process.env, ZK_CONNECT: connectionString, ZK_ROOT: root, ZK_KEY: key },
+  });
+  const [message] = (await once(child, 'message')) as [{ acquired?: number; error?: string }];
+  if (message.acquired === undefined) throw new Error(message.error);
+  return { child, fencingToken: message.acquired };
+}
+
+describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
+  const root = `/faults-${randomBytes(4).toString('hex')}`;
+  let server: ZooKeeperServer;
+  let tree: ZooKeeperTree;
+  let other: LockApp;
+
+  beforeAll(async () => {
+    server = await ZooKeeperServer.start();
+    tree = await ZooKeeperTree.connect(server.address);
+    other = await bootLockApp({
+      zookeeper: { connectionString: server.address, sessionTimeout: 2_000, root },
+      waitTimeout: 20_000,
+    });
+  });
+
+  afterAll(async () => {
+    await other.close();
+    tree.close();
+    await server.stop();
+  });
+
+  it('a crashed holder’s node goes with its session, and the next holder gets a greater token', async () => {
+    const { child, fencingToken } = await holdInProcess(server.address, root, 'crash');
+    expect(await other.locks.tryAcquire('crash')).toBeNull();
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    const lock = await other.locks.acquire('crash');
+    expect(lock.fencingToken).toBeGreaterThan(fencingToken);
+    await lock.release();
+    expect(await tree.below(root)).toEqual([]);
+  });
+
+  it('a waiter that crashes leaves the line, and the one behind it gets the lock', async () => {
+    const holder = await other.locks.acquire('crashed-waiter');
+    const waiter = fork(ZOOKEEPER_PROCESS, ['hold'], {
+      execArgv: [],
+      stdio: 'inherit',
+      env: { ...process.env, ZK_CONNECT: server.address, ZK_ROOT: root, ZK_KEY: 'crashed-waiter' },
+    });
+    while ((await tree.children(`${root}/lock:crashed-waiter`)).length < 2) await sleep(20);
+    const behind = await bootLockApp({
+      zookeeper: { connectionString: server.address, sessionTimeout: 2_000, root },
+    });
+    const next = behind.locks.acquire('crashed-waiter', { waitTimeout: 20_000 });
+    while ((await tree.children(`${root}/lock:crashed-waiter`)).length < 3) await sleep(20);
+    waiter.kill('SIGKILL');
+    await once(waiter, 'exit');
+    await holder.release();
+    await (await next).release();
+    await behind.close();
+    expect(await tree.below(root)).toEqual([]);
+  });
+
+  it('a holder cut off from ZooKeeper is told its lock is lost before its session expires and another takes it', async () => {
+    const proxy = await TcpProxy.start(server.port);
+    const cutOff = await bootLockApp({
+      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout: 2_000, root },
+    });
+    try {
+      const lock = await cutOff.locks.acquire('cut');
+      let lostWhenTaken: boolean | undefined;
+      proxy.stall();
+      const taken = other.locks.acquire('cut').then((next) => {
+        lostWhenTaken = lock.signal.aborted;
+        return next;
+      });
+      const reason: unknown = await aborted(lock);
+      expect(reason).toBeInstanceOf(LockLostError);
+      const next = await taken;
+      expect(lostWhenTaken).toBe(true);
+      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+
+      // Back online, the expired session is replaced, and its holder holds nothing.
+      proxy.resume();
+      expect(await lock.release()).toBe(false);
+      await next.release();
+      const again: Lock = await cutOff.locks.acquire('cut', { waitTimeout: 10_000 });
+      expect(again.fencingToken).toBeGreaterThan(next.fencingToken);
+      await again.release();
+    } finally {
+      await cutOff.close();
+      await proxy.stop();
+    }
+    expect(await tree.below(root)).toEqual([]);
+  });
+
+  it('a holder whose validity ran out while the server restarted gives its node back once the server is back, though its session lives on', async () => {
+    // A session far longer than the wait below: only the holder's own deletion frees the key.
+    const holder = await bootLockApp({
+      zookeeper: { connectionString: server.address, sessionTimeout: 25_000, root },
+    });
+    try {
+      const lock = await holder.locks.acquire('restart', { ttl: 300 });
+      const lost = aborted(lock);
+      await server.kill();
+      expect(await lost).toBeInstanceOf(LockLostError);
+      await server.launch();
+      await server.serving();
+      // The session outlives the restart; the deletion that failed while the server was down
+      // is retried.
+      const next = await other.locks.acquire('restart', { waitTimeout: 15_000 });
+      expect(next.fencingToken).toBeGreaterThan(lock.fencingToken);
+      await next.release();
+    } finally {
+      await holder.close();
+    }
+    expect(await tree.below(root)).toEqual([]);
+  }, 60_000);
+});
