@@ -27,9 +27,11 @@ import { killAllServers, serversStarting, startsSettled } from './redis/throwawa
 import { formatReport } from './report.js';
 import type { BenchResults } from './results.js';
 import { now, round, sleep } from './stats.js';
+import { writeCharts } from './charts.js';
 import { checklist } from './targets.js';
 import { burstRound, runBurst } from './workloads/burst.js';
 import { contendedRound, runContended } from './workloads/contended.js';
+import { runCurves } from './workloads/curves.js';
 import { runDecorator } from './workloads/decorator.js';
 import { runHeldLocks } from './workloads/held-locks.js';
 import { runInstances } from './workloads/instances.js';
@@ -124,6 +126,13 @@ async function main(): Promise<number> {
     clients,
     url,
   );
+  const curves = await runCurves(
+    [library, semaphore, redlock].map((adapter) => adapter.id),
+    [library, semaphore, redlock, floor],
+    clients,
+    url,
+    progress,
+  );
   progress('7. Decorator overhead');
   const decorator = await runDecorator(library);
   // On servers of its own, which it starts and stops: before workload 6, which must come last.
@@ -154,6 +163,7 @@ async function main(): Promise<number> {
     contended: byId(contended),
     burst: byId(burst),
     instances,
+    curves,
     decorator,
     held,
     redlock: redlockRun,
@@ -163,6 +173,9 @@ async function main(): Promise<number> {
     ...Object.entries(partial.contended).map(([id, c]) => [id, 'contended', c] as const),
     ...Object.entries(partial.burst).map(([id, b]) => [id, 'burst', b] as const),
     ...Object.entries(partial.instances).map(([id, c]) => [id, 'instances', c] as const),
+    ...Object.entries(curves.instances).flatMap(([id, points]) =>
+      points.map((point) => [id, `the ${point.size}-instance curve`, point] as const),
+    ),
     ...Object.entries('skipped' in redlockRun ? {} : redlockRun.contended).map(
       ([id, c]) => [id, 'RedLock contended', c] as const,
     ),
@@ -186,6 +199,8 @@ async function main(): Promise<number> {
   const file = `${RESULTS_DIR}latest.json`;
   await writeFile(file, await formatJson(file, results));
   progress(`Figures written to ${file}`);
+  const charts = await writeCharts(results, RESULTS_DIR);
+  progress(`Charts written to ${RESULTS_DIR}: ${charts.join(', ')}`);
   return violations.length > 0 ? 1 : 0;
 }
 

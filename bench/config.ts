@@ -31,9 +31,23 @@ export const CONFIG = {
    * median round kept. Each implementation first runs `warmupSections` per instance.
    */
   instances: { rounds: quick ? 1 : 3, instances: 8, sections: 25, warmupSections: 3 },
+  /**
+   * Workload 11, the curves: instance processes on one key (each implementation's round spreads
+   * about `sectionsPerPoint` sections over them), and callers on distinct keys in one process.
+   */
+  curves: {
+    instanceSizes: [1, 2, 4, 8, 16, 32],
+    instanceRounds: quick ? 1 : 2,
+    sectionsPerPoint: quick ? 16 : 64,
+    /** The instance count whose wait distributions are charted. */
+    distributionAt: 8,
+    keySizes: [1, 4, 16, 64, 256, 1_024],
+    keyRounds: quick ? 1 : 3,
+    keyRoundMs: quick ? 200 : 400,
+  },
   /** Workload 6. */
   held: {
-    locks: quick ? 2_000 : 10_000,
+    locks: quick ? 5_000 : 100_000,
     /** ttl 3 s: the watchdog renews every ttl / 3, so a renewal period is 1 s. */
     ttl: 3_000,
     periods: 3,

@@ -192,9 +192,15 @@ export function formatReport(r: BenchResults): string {
         ['renewal EVALSHA/s (Redis)', ms(ren.evalshaPerSec), '0'],
         ['renewal commands/s incl. inside scripts (Redis)', int(ren.serverCommandsPerSec), '0'],
         ['ticks seen / script calls per tick', `${ren.ticks} / ${ms(ren.scriptCallsPerTick)}`, '–'],
+        ['renewal requests per 500 lock renewals', ms(ren.requestsPer500Renewals, 2), '–'],
         [
-          'round trips per connection per tick, worst tick (pipelined sends = 1)',
-          `${ms(ren.roundTripsPerConnectionPerTick, 2)} (${ren.connections} connection)`,
+          'event-loop delay while held: p50 / p99 / max ms (1 ms probe)',
+          `${ms(ren.eventLoopDelay.p50Ms, 2)} / ${ms(ren.eventLoopDelay.p99Ms, 2)} / ${ms(ren.eventLoopDelay.maxMs, 2)}`,
+          '–',
+        ],
+        [
+          'round trips per connection per tick, worst tick (pipelined sends = 1); per 2,000 locks renewed',
+          `${ms(ren.roundTripsPerConnectionPerTick, 2)} (${ren.connections} connection); ${ms(ren.roundTripsPer2000Locks, 2)}`,
           '–',
         ],
         [
@@ -214,21 +220,33 @@ export function formatReport(r: BenchResults): string {
 
   const d = r.decorator;
   section(
-    '7. Decorator overhead: `@WithLock` method versus `LockService.using`, same work and key',
-    `One caller; the two alternate call by call (${int(d.calls)} calls each) over ` +
+    '7. Wrapper overhead: `@WithLock` method, `LockService.using` and bare acquire + release, same work and key',
+    `One caller; the three take turns call by call (${int(d.calls)} calls each) over ` +
       `${r.config.decorator.rounds} rounds of ${r.config.decorator.roundMs / 1000} s; overhead = ` +
-      `median of the rounds' time ratios (range ${Math.min(...d.roundOverheadsPct).toFixed(1)} ` +
+      `median of the rounds' time ratios (decorator over using: range ${Math.min(...d.roundOverheadsPct).toFixed(1)} ` +
       `to ${Math.max(...d.roundOverheadsPct).toFixed(1)} %).`,
     table(
-      ['Call', 'ops/s', 'median latency µs'],
+      ['Call', 'ops/s', 'median latency µs', 'overhead over bare'],
       [
-        ["`@WithLock('dec:<id>')` method", int(d.decoratorOpsPerSec), ms(d.decoratorP50Us)],
-        ["`locks.using('dec:' + id, fn)`", int(d.usingOpsPerSec), ms(d.usingP50Us)],
-        ['overhead', `${d.overheadPct.toFixed(1)} %`, ''],
+        [
+          "`@WithLock('dec:<id>')` method",
+          int(d.decoratorOpsPerSec),
+          ms(d.decoratorP50Us),
+          `${d.decoratorOverBarePct.toFixed(1)} %`,
+        ],
+        [
+          "`locks.using('dec:' + id, fn)`",
+          int(d.usingOpsPerSec),
+          ms(d.usingP50Us),
+          `${d.usingOverBarePct.toFixed(1)} %`,
+        ],
+        ['`acquire`, work, `release`', int(d.bareOpsPerSec), ms(d.bareP50Us), '–'],
+        ['decorator over using', `${d.overheadPct.toFixed(1)} %`, '', ''],
       ],
     ),
   );
 
+  out.push(curvesSection(r, name));
   out.push(redlockSection(r));
   out.push(replicasSection(r));
 
@@ -257,6 +275,39 @@ export function formatReport(r: BenchResults): string {
       '\n',
   );
   return out.join('\n');
+}
+
+/** Workload 11: the curves, as tables (the charts are SVG files beside latest.json). */
+function curvesSection(r: BenchResults, name: (id: string) => string): string {
+  const cfg = r.config.curves;
+  const curveTable = (curve: BenchResults['curves']['instances'], what: string, wait: string) =>
+    table(
+      ['Implementation', ...Object.values(curve)[0].map((p) => `${p.size} ${what}`)],
+      Object.entries(curve).map(([id, points]) => [
+        name(id),
+        ...points.map(
+          (p) =>
+            `${int(p.opsPerSec)} / ${ms(p.waitP99Ms, 2)}` +
+            (p.lostUpdates + p.overlaps + p.errors > 0
+              ? ` (${p.lostUpdates} lost, ${p.overlaps} overlaps, ${p.errors} errors)`
+              : ''),
+        ),
+      ]),
+    ) + `\n\nCells: ops/s / ${wait} p99 ms.`;
+  return (
+    `### 11. Curves: how cost grows with instances on one key and with keys in flight\n\n` +
+    `One key: ${cfg.instanceSizes.join(', ')} instance processes (as in workload 10), about ` +
+    `${cfg.sectionsPerPoint} sections per round spread over them, ${cfg.instanceRounds} rounds ` +
+    'per point, implementations interleaved; throughput is sections per second, waits are from ' +
+    `acquire called to resolved. Distinct keys: ${cfg.keySizes.join(', ')} callers in this ` +
+    `process, each on its own key (nobody waits), ${cfg.keyRounds} rounds of ${cfg.keyRoundMs} ms ` +
+    'per point. Charts: `bench/results/curve-*.svg` and ' +
+    `\`bench/results/waits-${r.curves.distributionAt}-instances.svg\`.\n\n` +
+    curveTable(r.curves.instances, 'inst.', 'wait') +
+    '\n\n' +
+    curveTable(r.curves.keys, 'keys', 'acquire latency') +
+    '\n'
+  );
 }
 
 /** Workload 10: separate instance processes on one key. */

@@ -3,6 +3,7 @@ import type { MachineInfo } from './machine.js';
 import type { Check } from './targets.js';
 import type { BurstResult } from './workloads/burst.js';
 import type { ContendedResult } from './workloads/contended.js';
+import type { CurvesResult } from './workloads/curves.js';
 import type { DecoratorResult } from './workloads/decorator.js';
 import type { HeldResult } from './workloads/held-locks.js';
 import type { InstancesResult } from './workloads/instances.js';
@@ -41,6 +42,8 @@ export interface BenchResults {
   burst: Record<string, BurstResult>;
   /** Workload 10: separate instance processes on one key. */
   instances: Record<string, InstancesResult>;
+  /** Workload 11: how throughput and waits grow with instances on one key and with keys. */
+  curves: CurvesResult;
   decorator: DecoratorResult;
   held: HeldResult;
   /** Workload 8, on masters of its own; `skipped` when it could not run. */

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Lock } from 'nestjs-redis-lock';
 import type { RawFloorAdapter, RawHandle } from '../adapters/raw-floor.js';
 import type { ThisLibraryAdapter } from '../adapters/this-library.js';
@@ -51,10 +52,25 @@ export interface HeldRenewal {
   /** Commands sent per tick. */
   scriptCallsPerTick: number;
   /**
+   * Renewal requests (script calls) per 500 lock renewals: how many locks share a request
+   * (Redis's EVALSHA count against the PEXPIREs the scripts ran, one per renewed lock).
+   */
+  requestsPer500Renewals: number;
+  /**
+   * Event-loop delay while the locks were held (a 1 ms probe, perf_hooks' histogram): what
+   * the watchdog's ticks cost the application's other work. `max` is the longest stall.
+   */
+  eventLoopDelay: { p50Ms: number; p99Ms: number; maxMs: number };
+  /**
    * Round trips per connection in the worst tick: sends on a connection with no reply in
    * between leave together (pipelined) and count as one.
    */
   roundTripsPerConnectionPerTick: number;
+  /**
+   * The same, per 2,000 locks renewed in the tick (4 requests of 500): renewals leave in
+   * pipelined runs of that size, the event loop free in between.
+   */
+  roundTripsPer2000Locks: number;
   /** Most connections that sent renewals in one tick. */
   connections: number;
   pttl: {
@@ -157,6 +173,8 @@ export async function runHeldLocks(
       const holdMs = periods * periodMs;
       const trace = library.counter.traceSends();
       let minPttl = Infinity;
+      const delay = monitorEventLoopDelay({ resolution: 1 });
+      delay.enable();
       const holdStart = now();
       let holdEnd = holdStart;
       const { commands } = await countCommands(
@@ -173,7 +191,9 @@ export async function runHeldLocks(
         },
         0,
       );
+      delay.disable();
       const sends = trace.stop();
+      const evalsha = commands.serverByName.evalsha ?? 0;
       const ticks = groupSends(sends, holdStart);
       const seconds = (holdEnd - holdStart) / 1000;
       renewal = {
@@ -186,8 +206,20 @@ export async function runHeldLocks(
         serverCommandsPerSec: round(commands.server / seconds, 1),
         ticks: ticks.length,
         scriptCallsPerTick: round(sends.length / Math.max(1, ticks.length)),
+        requestsPer500Renewals: round(
+          (evalsha / Math.max(1, commands.serverByName.pexpire ?? 0)) * 500,
+          3,
+        ),
+        eventLoopDelay: {
+          p50Ms: round(delay.percentile(50) / 1e6, 3),
+          p99Ms: round(delay.percentile(99) / 1e6, 3),
+          maxMs: round(delay.max / 1e6, 3),
+        },
         roundTripsPerConnectionPerTick: round(
           max(ticks.map((tick) => tick.roundTrips / tick.connections)),
+        ),
+        roundTripsPer2000Locks: round(
+          max(ticks.map((tick) => tick.roundTrips / tick.connections / Math.ceil(tick.sends / 4))),
         ),
         tickDetail: ticks,
         connections: max(ticks.map((tick) => tick.connections)),

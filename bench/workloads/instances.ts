@@ -159,12 +159,17 @@ export async function runInstances(
   }
 }
 
-async function instancesRound(
+/**
+ * One round of implementation `id` on the first `count` processes (all by default), each doing
+ * `sections` sections on one key.
+ */
+export async function instancesRound(
   processes: InstanceProcesses,
   clients: BenchClients,
   id: string,
   label: string,
   sections: number,
+  count = processes.size,
 ): Promise<{ round: InstancesRound; sections: InstanceSection[] }> {
   const counterKey = `bench:counter:instances:${id}:${label}`;
   await clients.work.set(counterKey, '0');
@@ -176,11 +181,12 @@ async function instancesRound(
       const replies = await processes.ask(
         () => ({ type: 'round', id, lockKey: LOCK_KEY, counterKey, sections, startAt }),
         'round',
+        count,
       );
       return replies.map((reply) => reply.report);
     },
     async () => {
-      tallies = (await processes.ask(() => ({ type: 'tally', id }), 'tally')).map(
+      tallies = (await processes.ask(() => ({ type: 'tally', id }), 'tally', count)).map(
         (reply) => reply.tally,
       );
       return {
@@ -303,8 +309,12 @@ function addByName(maps: readonly ReadonlyMap<string, number>[]): Map<string, nu
 }
 
 /** The instance processes, each asked one thing at a time over IPC. */
-class InstanceProcesses {
+export class InstanceProcesses {
   private constructor(private readonly children: readonly ChildProcess[]) {}
+
+  get size(): number {
+    return this.children.length;
+  }
 
   /** Forks `count` instances and opens `ids` in each; kills them again if one fails. */
   static async start(url: string, ids: readonly string[], count: number) {
@@ -326,12 +336,18 @@ class InstanceProcesses {
     return processes;
   }
 
-  /** Sends each instance its request and resolves with their replies, in instance order. */
+  /**
+   * Sends each of the first `count` instances its request and resolves with their replies, in
+   * instance order.
+   */
   ask<T extends InstanceReply['type']>(
     request: (instance: number) => InstanceRequest,
     expect: T,
+    count = this.children.length,
   ): Promise<ReplyOf<T>[]> {
-    return Promise.all(this.children.map((child, i) => askOne(child, request(i), expect)));
+    return Promise.all(
+      this.children.slice(0, count).map((child, i) => askOne(child, request(i), expect)),
+    );
   }
 
   /** Asks each instance to close, and kills those that do not exit in time. */
