@@ -24,6 +24,8 @@ export class TcpProxy {
   #stalled = false;
   /** @type {(connection: number) => boolean} */
   #stalling = () => true;
+  /** Whether the servers' answers are held (see {@link holdAnswers}). */
+  #holdingAnswers = false;
   #delayMs = 0;
   /**
    * Which connections the delay applies to, by the order in which they were accepted.
@@ -75,6 +77,21 @@ export class TcpProxy {
   stall(which = () => true) {
     this.#stalled = true;
     this.#stalling = which;
+  }
+
+  /**
+   * Lets what clients send through but holds what servers answer, until {@link cut} throws it
+   * away: the server applies the calls, and the client never learns that it did.
+   */
+  holdAnswers() {
+    this.#holdingAnswers = true;
+  }
+
+  /** Closes every connection, dropping whatever is held; new connections flow freely. */
+  cut() {
+    this.#holdingAnswers = false;
+    for (const lane of this.#lanes) lane.clear();
+    for (const socket of this.#sockets) socket.destroy();
   }
 
   /** Delivers what was held, and lets traffic flow again. */
@@ -136,7 +153,10 @@ export class TcpProxy {
    * @param {boolean} fromClient
    */
   #forward(from, to, connection, fromClient) {
-    const lane = new Lane(to, () => this.#stalled && this.#stalling(connection));
+    const lane = new Lane(
+      to,
+      () => (this.#stalled && this.#stalling(connection)) || (!fromClient && this.#holdingAnswers),
+    );
     this.#lanes.add(lane);
     from.on('close', () => {
       lane.clear();

@@ -114,6 +114,78 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
     expect(await tree.below(root)).toEqual([]);
   });
 
+  it('a call made as a cut-off client comes back, before it learns its session expired, is served by the next session', async () => {
+    const proxy = await TcpProxy.start(server.port);
+    const cutOff = await bootLockApp({
+      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout: 2_000, root },
+    });
+    try {
+      const lock = await cutOff.locks.acquire('late');
+      proxy.stall();
+      expect(await aborted(lock)).toBeInstanceOf(LockLostError);
+      const next = await other.locks.acquire('late');
+      // The server learns of the expiry first; the client only when its old session is refused.
+      proxy.resume();
+      const again = cutOff.locks.acquire('late', { waitTimeout: 10_000 });
+      const checked = cutOff.locks.isLocked('late');
+      await next.release();
+      const lockAgain = await again;
+      expect(lockAgain.fencingToken).toBeGreaterThan(next.fencingToken);
+      // Whether it saw the key held depends on when the new session answered; it answered.
+      await expect(checked).resolves.toEqual(expect.any(Boolean));
+      expect(await lock.release()).toBe(false);
+      await lockAgain.release();
+    } finally {
+      await cutOff.close();
+      await proxy.stop();
+    }
+    expect(await tree.below(root)).toEqual([]);
+  });
+
+  it('a node created though the connection dropped before its answer is found by its token, not left to hold the line', async () => {
+    const proxy = await TcpProxy.start(server.port);
+    const app = await bootLockApp({
+      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout: 4_000, root },
+    });
+    try {
+      await (await app.locks.acquire('lost-answer')).release();
+      proxy.holdAnswers();
+      const acquiring = app.locks.acquire('lost-answer', { waitTimeout: 10_000 });
+      // Long enough for the server to apply the creation; its answer never comes.
+      await sleep(500);
+      const [contender] = await tree.below(`${root}/lock:lost-answer`);
+      expect(contender).toBeDefined();
+      proxy.cut();
+      const lock = await acquiring;
+      // The same session, the same node: the try after the lost answer found it.
+      expect(await tree.below(`${root}/lock:lost-answer`)).toEqual([contender]);
+      expect(await lock.release()).toBe(true);
+    } finally {
+      await app.close();
+      await proxy.stop();
+    }
+    expect(await tree.below(root)).toEqual([]);
+  });
+
+  it('a release whose answer the dropped connection lost says the lock was released', async () => {
+    const proxy = await TcpProxy.start(server.port);
+    const app = await bootLockApp({
+      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout: 4_000, root },
+    });
+    try {
+      const lock = await app.locks.acquire('lost-release');
+      proxy.holdAnswers();
+      const releasing = lock.release();
+      await sleep(500);
+      expect(await tree.below(root)).toEqual([]);
+      proxy.cut();
+      expect(await releasing).toBe(true);
+    } finally {
+      await app.close();
+      await proxy.stop();
+    }
+  });
+
   it('a holder whose validity ran out while the server restarted gives its node back once the server is back, though its session lives on', async () => {
     // A session far longer than the wait below: only the holder's own deletion frees the key.
     const holder = await bootLockApp({

@@ -119,7 +119,7 @@ export class ZooKeeperSession {
       this.client = undefined;
       this.stopHandshakeWatch();
       client.close();
-      this.failPending(new Error('the ZooKeeper session expired'));
+      this.failPending(new SessionExpiredError());
       this.onExpired(generation);
     });
     client.on('disconnected', () => this.watchHandshake(client));
@@ -181,6 +181,26 @@ export class ZooKeeperSession {
     this.pending = new Set();
     for (const fail of pending) fail(error);
   }
+}
+
+/**
+ * A call that was on its way when its session expired: whatever it did went with the session's
+ * ephemeral nodes, and a new session serves the next call.
+ */
+export class SessionExpiredError extends Error {
+  constructor() {
+    super('the ZooKeeper session expired');
+    this.name = 'SessionExpiredError';
+  }
+}
+
+/**
+ * Whether a call failed without an answer that says what became of it: the connection dropped
+ * (the session lives on, and the call may or may not have been applied) or the session expired.
+ * Such a call can be made again once the store has checked what the first one did.
+ */
+export function interrupted(error: unknown): boolean {
+  return error instanceof SessionExpiredError || codeOf(error) === ZK_CONNECTION_LOSS;
 }
 
 /** The client's exceptions are Errors; anything else is made one. */

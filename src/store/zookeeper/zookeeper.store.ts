@@ -15,11 +15,11 @@ import {
   fencingTokenOf,
   EPHEMERAL_SEQUENTIAL,
   ZK_BAD_VERSION,
-  ZK_CONNECTION_LOSS,
   ZK_NO_NODE,
   ZK_NODE_EXISTS,
   ZK_NOT_EMPTY,
   ZooKeeperSession,
+  interrupted,
 } from './zookeeper-session.js';
 
 /** How the module sets up a {@link ZooKeeperLockStore}. */
@@ -48,8 +48,6 @@ interface Contender {
   /** The session that created the node: the node goes when it ends. */
   session: number;
   fencingToken?: number;
-  /** The attempt on its way, which a release waits for before it deletes the node. */
-  running?: Promise<unknown>;
   /** The caller left (released or gave up): its node goes as soon as the attempt ends. */
   departed: boolean;
   /** Called when the node the contender watches (its predecessor) goes. */
@@ -63,6 +61,14 @@ const MAX_EMPTIED = 1_024;
 
 /** How soon a deletion that failed (the connection was lost) is tried again, in ms. */
 const LEAVE_RETRY_DELAY = 200;
+
+/**
+ * How many times the store makes an operation whose calls were interrupted (the connection
+ * dropped, or the session expired, before their answers came; see `interrupted`). Calls made
+ * meanwhile wait in the client's queue for the next connection, so the tries come no faster
+ * than connections do.
+ */
+const CALL_TRIES = 3;
 
 /** The data of a contender's node: none (a renewal rewrites it, see `touched`). */
 const EMPTY = Buffer.alloc(0);
@@ -80,6 +86,8 @@ export class ZooKeeperLockStore implements LockStore {
   private readonly session: ZooKeeperSession;
   private readonly command: TimedCommand;
   private readonly contenders = new Map<string, Contender>();
+  /** The attempts on their way, by token: a release waits for its caller's before it leaves. */
+  private readonly attempts = new Map<string, Promise<unknown>>();
   private readonly listeners = new Map<string, Set<(message: string) => void>>();
   private rootReady?: Promise<void>;
   /** Lock nodes this store deleted last (oldest first), to create again without a failed try. */
@@ -107,9 +115,10 @@ export class ZooKeeperLockStore implements LockStore {
     const inLineBefore = this.contenders.get(token)?.name !== undefined;
     const reply = this.command(key, 'acquire', () => this.attempt(key, token, queue));
     const attempt = await reply.catch((error: unknown) => {
-      if (inLineBefore && codeOf((error as Error).cause) === ZK_CONNECTION_LOSS) {
-        // The connection dropped (a leader election, a server lost): the session reconnects
-        // and the node keeps the caller's place, so it waits on instead of failing.
+      if (inLineBefore && interrupted((error as Error).cause)) {
+        // The connection dropped (a leader election, a server lost) and stayed down through
+        // every try: the node keeps the caller's place while the session reconnects (or, if
+        // the session expired, the caller was woken to line up again), so it waits on.
         return NOT_ACQUIRED;
       }
       // A node created though the attempt failed (its answer lost, or late) would hold the
@@ -138,11 +147,15 @@ export class ZooKeeperLockStore implements LockStore {
 
   /** Deletes the caller's node; a lock is never handed over directly (its successor's watch fires). */
   async release(key: string, token: string): Promise<ReleaseOutcome> {
+    const running = this.attempts.get(token);
+    const before = this.contenders.get(token);
+    if (!before && !running) return { released: false };
+    if (before) before.departed = true;
+    await running?.catch(() => undefined);
+    // An attempt interrupted by an expired session lines the caller up again as a new contender.
     const contender = this.contenders.get(token);
     if (!contender) return { released: false };
     contender.departed = true;
-    await contender.running?.catch(() => undefined);
-    if (this.contenders.get(token) !== contender) return { released: false };
     const released = await this.command(key, 'release', () => this.leave(contender, token));
     return { released };
   }
@@ -172,10 +185,12 @@ export class ZooKeeperLockStore implements LockStore {
   }
 
   async isLocked(key: string): Promise<boolean> {
-    return this.command(key, 'isLocked', async () => {
-      const children = await this.children(lockPath(this.options.root, key));
-      return children.length > 0;
-    });
+    return this.command(key, 'isLocked', () =>
+      this.retried(async () => {
+        const children = await this.children(lockPath(this.options.root, key));
+        return children.length > 0;
+      }),
+    );
   }
 
   /**
@@ -250,11 +265,29 @@ export class ZooKeeperLockStore implements LockStore {
   }
 
   private attempt(key: string, token: string, queue: boolean): Promise<AcquireAttempt> {
-    const known = this.contenders.get(token);
-    const running = this.attemptOnce(key, token, queue, known);
-    const contender = this.contenders.get(token);
-    if (contender) contender.running = running;
+    const running = this.retried(() =>
+      this.attemptOnce(key, token, queue, this.contenders.get(token)),
+    );
+    this.attempts.set(token, running);
+    const settled = () => {
+      if (this.attempts.get(token) === running) this.attempts.delete(token);
+    };
+    running.then(settled, settled);
     return running;
+  }
+
+  /**
+   * Runs `operation`, and again while its calls are interrupted, up to {@link CALL_TRIES}
+   * times: each try first learns what the interrupted one did (see `attemptOnce`, `leave`).
+   */
+  private async retried<T>(operation: () => Promise<T>): Promise<T> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await operation();
+      } catch (error) {
+        if (tries >= CALL_TRIES || !interrupted(error)) throw error;
+      }
+    }
   }
 
   private async attemptOnce(
@@ -274,6 +307,14 @@ export class ZooKeeperLockStore implements LockStore {
       if (!queue && (await this.children(parent)).length > 0) return NOT_ACQUIRED;
       contender = this.enter(key, parent, token);
       await this.createNode(contender, token);
+    } else if (contender.name === undefined) {
+      // The answer to its node's creation was lost with the connection, in this session: the
+      // node is there if the server applied the creation, and its name starts with the token.
+      const mine = (await this.children(parent)).find((name) =>
+        name.startsWith(contenderPrefix(token)),
+      );
+      if (mine) contender.name = mine;
+      else await this.createNode(contender, token);
     }
     return this.lookUp(contender, token, queue);
   }
@@ -356,33 +397,42 @@ export class ZooKeeperLockStore implements LockStore {
    * session ends, as no TTL ends it.
    */
   private async leave(contender: Contender, token: string): Promise<boolean> {
-    if (contender.session !== this.session.current) {
+    for (let tries = 1; ; tries++) {
+      if (contender.session !== this.session.current) {
+        this.forget(contender, token);
+        return false;
+      }
+      const deleting = this.deleteNodesOf(contender, token, tries > 1);
+      // Sent right behind the deletion, applied after it: one round trip for both.
+      // An empty lock node left by a lost answer costs one node, until the key's next release.
+      const emptying = contender.name
+        ? this.removeIfEmpty(contender.parent).catch(() => undefined)
+        : undefined;
+      let deleted: boolean;
+      try {
+        deleted = await deleting;
+      } catch (error) {
+        if (tries < CALL_TRIES && interrupted(error)) continue;
+        this.retryLeave(contender, token);
+        throw error;
+      }
       this.forget(contender, token);
-      return false;
+      await (emptying ?? this.removeIfEmpty(contender.parent).catch(() => undefined));
+      return deleted;
     }
-    const deleting = this.deleteNodesOf(contender, token);
-    // Sent right behind the deletion, applied after it: one round trip for both.
-    // An empty lock node left by a lost answer costs one node, until the key's next release.
-    const emptying = contender.name
-      ? this.removeIfEmpty(contender.parent).catch(() => undefined)
-      : undefined;
-    let deleted: boolean;
-    try {
-      deleted = await deleting;
-    } catch (error) {
-      this.retryLeave(contender, token);
-      throw error;
-    }
-    this.forget(contender, token);
-    await (emptying ?? this.removeIfEmpty(contender.parent).catch(() => undefined));
-    return deleted;
   }
 
   /**
    * Deletes the contender's node; when the answer to its creation was lost, the nodes its token
-   * names (at most one). `false` when there was none.
+   * names (at most one). `false` when there was none. After an interrupted deletion (`again`),
+   * a node found gone in the same session was deleted by that deletion: nobody else deletes the
+   * ephemeral nodes of a live session.
    */
-  private async deleteNodesOf(contender: Contender, token: string): Promise<boolean> {
+  private async deleteNodesOf(
+    contender: Contender,
+    token: string,
+    again: boolean,
+  ): Promise<boolean> {
     const names = contender.name
       ? [contender.name]
       : (await this.children(contender.parent)).filter((name) =>
@@ -397,6 +447,7 @@ export class ZooKeeperLockStore implements LockStore {
         deleted = true;
       } catch (error) {
         if (codeOf(error) !== ZK_NO_NODE) throw error;
+        deleted ||= again && contender.name !== undefined;
       }
     }
     return deleted;
