@@ -34,6 +34,8 @@ export class Acquisition implements Waiter {
   readonly deadline: number;
   private readonly startedAt = monotonicNow();
   private settle?: { resolve: (lock: HeldLock) => void; reject: (error: unknown) => void };
+  /** In the waiting room: what an attempt of its took in the store is still the caller's. */
+  private waiting = false;
 
   constructor(
     private readonly host: AcquisitionHost,
@@ -79,6 +81,7 @@ export class Acquisition implements Waiter {
     }
     return new Promise<HeldLock>((resolve, reject) => {
       this.settle = { resolve, reject };
+      this.waiting = true;
       signal?.addEventListener('abort', this.abandon, { once: true });
       this.host.waiters.wait(this.key, this, first.pttl, heard);
     });
@@ -87,12 +90,19 @@ export class Acquisition implements Waiter {
   /** One atomic attempt; in fair mode a refused one takes or keeps the caller's place in line. */
   attempt(): Promise<AcquireAttempt> {
     const queue = this.host.fair && this.options.waitTimeout > 0;
-    return this.host.store.acquire(this.key, this.token, this.options.ttl, queue, () =>
-      this.host.holds(this.token),
+    // An attempt that timed out and is applied later took what the caller's next attempt will
+    // find its own: it is given back only if the caller neither holds the lock nor waits on.
+    return this.host.store.acquire(
+      this.key,
+      this.token,
+      this.options.ttl,
+      queue,
+      () => this.waiting || this.host.holds(this.token),
     );
   }
 
   acquired(fencingToken: number, validFrom: number): void {
+    this.waiting = false;
     this.stopListening();
     try {
       this.settle?.resolve(this.host.hold(this, fencingToken, validFrom));
@@ -102,12 +112,14 @@ export class Acquisition implements Waiter {
   }
 
   failed(error: unknown): void {
+    this.waiting = false;
     this.stopListening();
     this.leave();
     this.settle?.reject(error);
   }
 
   timedOut(pttl: number): void {
+    this.waiting = false;
     this.stopListening();
     this.leave();
     this.settle?.reject(this.notAcquired(pttl));
@@ -119,6 +131,7 @@ export class Acquisition implements Waiter {
 
   private readonly abandon = () =>
     this.host.waiters.cancel(this.key, this, () => {
+      this.waiting = false;
       this.leave();
       this.settle?.reject(this.options.signal?.reason);
     });

@@ -4,6 +4,7 @@ import {
   parseHandover,
   type AcquireAttempt,
 } from '../store/lock-store.interface.js';
+import { LockConnectionError } from '../lock.errors.js';
 import { monotonicNow } from './clock.js';
 
 /** A caller waiting for a lock, as the waiting room sees it. */
@@ -19,6 +20,7 @@ export interface Waiter {
    * proved it (the caller's own attempt, or the release that handed it over) was sent.
    */
   acquired(fencingToken: number, validFrom: number): void;
+  /** The caller gives up with `error`, and leaves the store's queue. */
   failed(error: unknown): void;
   /** The deadline passed; `pttl` is what the last attempt learned of the holder's TTL. */
   timedOut(pttl: number): void;
@@ -61,6 +63,11 @@ export class KeyQueue {
   private backoff = FIRST_BACKOFF;
   /** Waiters that a release of this process served while their own attempt was on its way. */
   private readonly handedOver = new WeakSet<Waiter>();
+  /**
+   * Waiters whose last attempt could not reach the store, with its error: they wait on, and
+   * fail with that error if their deadline comes before an attempt gets through.
+   */
+  private readonly unreachable = new Map<Waiter, LockConnectionError>();
   /** Renews the places of the callers behind the head while there are any. */
   private keeping?: NodeJS.Timeout;
 
@@ -203,6 +210,7 @@ export class KeyQueue {
     head.attempt().then(
       (result) => {
         this.attempting = false;
+        this.unreachable.delete(head);
         if (result.acquired) {
           if (this.remove(head)) head.acquired(result.fencingToken, sentAt);
           else if (!this.handedOver.has(head)) head.abandoned();
@@ -217,6 +225,16 @@ export class KeyQueue {
       },
       (error: unknown) => {
         this.attempting = false;
+        if (error instanceof LockConnectionError && this.waiters.includes(head)) {
+          // The store did not answer (a failover, a restart, a slow network): a caller that
+          // waits in line keeps its place there and tries again, more slowly each time, until
+          // its deadline. Its attempts carry its token, so one that was applied unanswered is
+          // only repeated: the store counts the lock (or permit, or place) as the caller's.
+          this.unreachable.set(head, error);
+          this.pttl = -1;
+          this.afterAttempt(this.waiters[0] !== head);
+          return;
+        }
         if (this.remove(head)) head.failed(error);
         this.afterAttempt(this.waiters[0] !== head);
       },
@@ -280,7 +298,8 @@ export class KeyQueue {
       this.armDeadline(waiter);
       return;
     }
-    this.drop(waiter, () => waiter.timedOut(this.pttl));
+    const error = this.unreachable.get(waiter);
+    this.drop(waiter, () => (error ? waiter.failed(error) : waiter.timedOut(this.pttl)));
   }
 
   /** Takes a waiter out of the queue; `false` if it was no longer there. */
@@ -290,6 +309,7 @@ export class KeyQueue {
     this.waiters.splice(index, 1);
     clearTimeout(this.timeouts.get(waiter));
     this.timeouts.delete(waiter);
+    this.unreachable.delete(waiter);
     if (this.waiters.length < 2) this.stopKeepingPlaces();
     return true;
   }

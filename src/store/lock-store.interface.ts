@@ -26,7 +26,10 @@ export interface LockStore {
    * its lease) a place in the key's queue, and the lock is reserved for it in its turn, which
    * a {@link handoverTo} message announces: the caller's next attempt then takes it. If the
    * attempt times out but reaches the store later, what it took is given back, unless
-   * `inUse()` says the caller holds the lock by then (it may have been handed over meanwhile).
+   * `inUse()` says the caller holds the lock by then (it may have been handed over meanwhile)
+   * or still waits for it: a waiter's next attempt, with the same token, finds it its own.
+   * An attempt with a token that holds the lock (or a permit) already renews it, and answers
+   * as a grant with a new fencing token.
    */
   acquire(
     key: string,

@@ -1,4 +1,4 @@
-import { LockConnectionError } from '../../src/index.js';
+import { LockConnectionError, LockError } from '../../src/index.js';
 import { timedCommand } from '../../src/store/redis/timed-command.js';
 
 describe('a Redis command with a time limit', () => {
@@ -14,6 +14,11 @@ describe('a Redis command with a time limit', () => {
     await expect(reply).rejects.toBeInstanceOf(LockConnectionError);
     await expect(reply).rejects.toMatchObject({ key: 'k', cause });
     await expect(reply).rejects.toThrow(`release failed: ${cause.message}`);
+  });
+
+  it('passes a lock error of the call itself as it is', async () => {
+    const own = new LockError('Lock "k": the zxid is beyond Number.MAX_SAFE_INTEGER');
+    await expect(command('k', 'acquire', () => Promise.reject(own))).rejects.toBe(own);
   });
 
   it('gives up at its limit, and still hands over the late answer', async () => {

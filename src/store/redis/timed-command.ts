@@ -1,9 +1,10 @@
-import { LockConnectionError, messageOf } from '../../lock.errors.js';
+import { LockConnectionError, LockError, messageOf } from '../../lock.errors.js';
 
 /**
  * Runs one Redis call for `key` with a time limit, turning failures into
- * `LockConnectionError`. The returned promise carries the raw call as `late`, for callers that
- * must clean up after a reply that arrives past the limit.
+ * `LockConnectionError` (a `LockError` of the call's own passes as it is). The returned promise
+ * carries the raw call as `late`, for callers that must clean up after a reply that arrives
+ * past the limit.
  */
 export type TimedCommand = <T>(
   key: string,
@@ -37,10 +38,13 @@ export function timedCommand(commandTimeout: number, server = 'Redis'): TimedCom
         },
         (error: unknown) => {
           clearTimeout(timer);
+          // A lock error raised by the call itself says what is wrong better than "failed".
           reject(
-            new LockConnectionError(key, `${operation} failed: ${messageOf(error)}`, {
-              cause: error,
-            }),
+            error instanceof LockError
+              ? error
+              : new LockConnectionError(key, `${operation} failed: ${messageOf(error)}`, {
+                  cause: error,
+                }),
           );
         },
       );

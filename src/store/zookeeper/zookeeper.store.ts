@@ -110,19 +110,10 @@ export class ZooKeeperLockStore implements LockStore {
     inUse: () => boolean,
   ): Promise<AcquireAttempt> {
     this.checkTtl(ttl);
-    // A caller whose node is already in line only re-reads the line: nothing to undo if that
-    // fails, and its place lives as long as its session.
-    const inLineBefore = this.contenders.get(token)?.name !== undefined;
     const reply = this.command(key, 'acquire', () => this.attempt(key, token, queue));
     const attempt = await reply.catch((error: unknown) => {
-      if (inLineBefore && interrupted((error as Error).cause)) {
-        // The connection dropped (a leader election, a server lost) and stayed down through
-        // every try: the node keeps the caller's place while the session reconnects (or, if
-        // the session expired, the caller was woken to line up again), so it waits on.
-        return NOT_ACQUIRED;
-      }
       // A node created though the attempt failed (its answer lost, or late) would hold the
-      // line for everyone behind it.
+      // line for everyone behind it, unless the caller waits on and its next attempt finds it.
       void reply.late
         .then(
           () => undefined,
