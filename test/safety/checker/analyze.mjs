@@ -282,6 +282,7 @@ export function analyze(checker, elapsedMs) {
     lagDelayMs: fact(lagFaults, 'delayMs'),
     lagLateChunks: total(lagFaults, 'lateChunks'),
     lagStalls: total(lagFaults, 'stalls'),
+    lagLongStalls: total(lagFaults, 'longStalls'),
     lagSections: total(lagFaults, 'sections'),
     lagLaggedSections: total(lagFaults, 'laggedSections'),
     lagMaxGapMs: fact(lagFaults, 'maxGapMs'),
@@ -373,7 +374,8 @@ function waiterLines(r) {
     ...(r.lagFaults
       ? [
           `  lag                    ${r.lagFaults}: pub/sub late by ${spread(r.lagDelayMs, '')}, ` +
-            `${r.lagLateChunks} chunks delivered late, ${r.lagStalls} command stalls`,
+            `${r.lagLateChunks} chunks delivered late, ${r.lagStalls} command stalls ` +
+            `(${r.lagLongStalls} past the commandTimeout)`,
           `    sections meanwhile   ${r.lagSections} (${r.lagLaggedSections} by lagging ` +
             `workers); key unused at most ${spread(r.lagMaxGapMs, '')}`,
         ]

@@ -19,8 +19,10 @@
  * - `lag`: each worker then talks to Redis through a TCP proxy of its own, here. For a few
  *   seconds the pub/sub connections of half the waiters lag by several handover leases
  *   (their turn notices come after the reservation expired and someone else took the lock),
- *   and their command connections stall for moments. A late notice must never make a second
- *   holder: no overlap may occur that the older holder was not told of first.
+ *   and their command connections stall for moments, one stall in three past the
+ *   commandTimeout (the waiter's attempt fails, it waits on, and Redis applies the attempt
+ *   later). A late notice or a late attempt must never make a second holder: no overlap may
+ *   occur that the older holder was not told of first.
  * - `kill-waiter`: SIGKILL one or two waiters while they are queued in Redis (behind at least
  *   two others), having given them a TTL far longer than the handover lease; replacements are
  *   forked. The key may stay unused while the others wait for about a handover lease per dead
@@ -92,6 +94,9 @@ const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.met
  */
 /** The faults aimed at the waiters of the fair handover (single Redis). */
 const WAITER_FAULT_KINDS = /** @type {const} */ (['lag', 'kill-waiter', 'short-ttl']);
+
+/** Every worker's commandTimeout: a command stalled longer is answered late, if at all. */
+const COMMAND_TIMEOUT_MS = 1_000;
 /** The faults of the single-Redis mode, and its default plan. */
 export const FAULT_KINDS = /** @type {const} */ ([
   'kill',
@@ -403,7 +408,7 @@ export class SafetyChecker {
         CHECKER_KEY_PREFIX: this.keyPrefix,
         CHECKER_TTL: String(this.ttl),
         CHECKER_WAIT_TIMEOUT: '5000',
-        CHECKER_COMMAND_TIMEOUT: '1000',
+        CHECKER_COMMAND_TIMEOUT: String(COMMAND_TIMEOUT_MS),
         CHECKER_KIND: this.kind === 'semaphore' ? `semaphore:${this.limit}` : this.kind,
         CHECKER_CALLERS: String(this.callers),
       },
@@ -784,8 +789,9 @@ export class SafetyChecker {
   /**
    * `lag`: the pub/sub connections of half the waiters (drawn among the workers not holding the
    * lock) deliver everything a few handover leases late, while now and then one of their
-   * command connections stalls for a moment; then traffic flows again, and the fault ends once
-   * the last late notice has landed.
+   * command connections stalls for a moment (one stall in three for longer than the
+   * commandTimeout); then traffic flows again, and the fault ends once the last late notice has
+   * landed.
    * @param {Fault} fault
    */
   async lag(fault) {
@@ -799,12 +805,17 @@ export class SafetyChecker {
     for (const proxy of proxies) proxy.delay(delayMs, (c) => proxy.subscribes(c));
     const endAt = Date.now() + windowMs;
     let stalls = 0;
+    let longStalls = 0;
     while (Date.now() < endAt && proxies.length > 0) {
       const proxy = proxies[randomInt(0, proxies.length - 1)];
+      const long = stalls % 3 === 2;
       proxy.stall((c) => !proxy.subscribes(c));
-      await sleep(randomInt(10, 100));
+      await sleep(
+        long ? randomInt(COMMAND_TIMEOUT_MS + 50, COMMAND_TIMEOUT_MS + 500) : randomInt(10, 100),
+      );
       proxy.resume();
       stalls++;
+      if (long) longStalls++;
       await sleep(randomInt(20, 200));
     }
     for (const proxy of proxies) proxy.delay(0);
@@ -819,6 +830,7 @@ export class SafetyChecker {
       delayMs,
       windowMs,
       stalls,
+      longStalls,
       lateChunks: proxies.reduce((sum, proxy) => sum + proxy.delayedChunks, 0) - delayedBefore,
       sections: during.length,
       laggedSections: during.filter((s) => laggedIds.has(s.worker)).length,
