@@ -91,7 +91,7 @@ const app =
     ? await NestFactory.create(DrainingModule, new FastifyAdapter(), { logger: false })
     : await NestFactory.create(DrainingModule, { logger: false });
 app.enableShutdownHooks();
-/** @type {import('node:http').Server} */ (app.getHttpServer()).keepAliveTimeout = 60_000;
+Object.assign(app.getHttpServer(), { keepAliveTimeout: 60_000 });
 await app.listen(0, '127.0.0.1');
 const port = Number(new URL(await app.getUrl()).port);
 
