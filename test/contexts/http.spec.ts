@@ -108,7 +108,7 @@ describe.each(platforms)('a held lock in an HTTP handler (%s)', (_, httpAdapter)
   // Last: the app takes no more locks.
   it('answers 503 with Connection: close once shutdown has begun: retry on another instance', async () => {
     await beginShutdown(module);
-    const response = await post('/orders/4/edit');
+    const response = await post('/orders/4/edit').set('Connection', 'keep-alive');
     expect(response.status).toBe(503);
     expect(response.body).toEqual(shuttingDownBody('4'));
     expect(response.headers.connection).toBe('close');
