@@ -26,7 +26,7 @@ import { LockModule, LockService, WithLock } from 'nestjs-redis-lock';
 
 const env = process.env;
 
-/** Resolves when the parent sends `name`. */
+/** Resolves when the parent sends `name`. @param {string} name */
 function fromParent(name) {
   return new Promise((resolve) => {
     const listener = (/** @type {unknown} */ message) => {
