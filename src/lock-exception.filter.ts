@@ -91,8 +91,9 @@ export class LockExceptionFilter implements ExceptionFilter<
         String(Math.max(1, Math.ceil(body.retryAfterMs / 1000))),
       );
     }
-    // HTTP/2 has no such header (Node drops it with a warning): its server says GOAWAY when it
-    // closes. Fastify answers a request that reaches a closing server the same way.
+    // The client's retry must reach another instance, not come back over this connection, as
+    // Fastify's own answer to a request that reaches a closing server ensures too. HTTP/2 has
+    // no such header (Node drops it with a warning): its server sends GOAWAY when it closes.
     if (body.code === 'LOCK_SHUTTING_DOWN' && httpVersionOf(http.getRequest()) === 1) {
       adapter.setHeader(response, 'Connection', 'close');
     }
