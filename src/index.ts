@@ -26,5 +26,6 @@ export {
   LockOptionsError,
   LockQuorumError,
   LockReplicationError,
+  LockShuttingDownError,
   StaleFencingTokenError,
 } from './lock.errors.js';

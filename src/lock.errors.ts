@@ -51,6 +51,23 @@ export class LockLostError extends LockError {
   }
 }
 
+/**
+ * This process's lock service is shutting down (the application's `beforeApplicationShutdown`
+ * has begun), so it takes no more locks: a call that asks for one then, and a caller still
+ * waiting for one when it begins, fail with this error. The lock may well be free: another
+ * instance of the application can take it, which is why `LockExceptionFilter` answers it with
+ * `503 Service Unavailable` (gRPC `UNAVAILABLE`), the answer clients retry elsewhere.
+ */
+export class LockShuttingDownError extends LockError {
+  /** @param key the key as the caller named it (without the module's `keyPrefix`) */
+  constructor(readonly key: string) {
+    super(
+      `Lock "${key}" was not taken: the lock service of this instance is shutting down; ` +
+        'retry on another instance',
+    );
+  }
+}
+
 /** A lock key is missing, empty, too long, or cannot be built from a template or argument. */
 export class LockKeyResolutionError extends LockError {}
 
@@ -112,11 +129,6 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (value === null || typeof value !== 'object') return String(value);
   return `an object (${value.constructor?.name ?? 'Object'})`;
-}
-
-/** @internal The error of calls made once the lock service is shut down. */
-export function shutDownError(): LockError {
-  return new LockError('The lock service has been shut down');
 }
 
 /** @internal The message of anything thrown. */

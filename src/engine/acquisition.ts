@@ -1,4 +1,4 @@
-import { LockNotAcquiredError, shutDownError } from '../lock.errors.js';
+import { LockNotAcquiredError, LockShuttingDownError } from '../lock.errors.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
 import { kindOf, tagOf } from '../store/lock-kind.js';
 import type { AcquireAttempt, LockStore } from '../store/lock-store.interface.js';
@@ -77,7 +77,7 @@ export class Acquisition implements Waiter {
     }
     if (this.host.closing) {
       this.leave();
-      throw shutDownError();
+      throw new LockShuttingDownError(this.name);
     }
     return new Promise<HeldLock>((resolve, reject) => {
       this.settle = { resolve, reject };

@@ -3,8 +3,8 @@ import {
   LockConnectionError,
   LockLostError,
   LockOptionsError,
+  LockShuttingDownError,
   messageOf,
-  shutDownError,
   StaleFencingTokenError,
 } from '../lock.errors.js';
 import { sideKeyOf, toDataKey, toRedisKey } from '../keys/lock-keys.js';
@@ -85,7 +85,7 @@ export class LockEngine implements AcquisitionHost, LockOwner {
     if (this.closed) {
       // Granted while shutdown ran, after it collected the locks to release: give it back.
       this.store.release(key, token).catch(() => undefined);
-      throw shutDownError();
+      throw new LockShuttingDownError(name);
     }
     const { ttl, watchdog, holdFor } = options;
     const grant = { name, key, token, fencingToken, ttl, watchdog, validFrom, holdFor };
@@ -101,7 +101,7 @@ export class LockEngine implements AcquisitionHost, LockOwner {
       return this.store
         .release(acquisition.key, acquisition.token)
         .then(undefined, () => undefined)
-        .then(() => Promise.reject(shutDownError()));
+        .then(() => Promise.reject(new LockShuttingDownError(acquisition.name)));
     });
     const forget = () => this.attempts.delete(settled);
     const settled: Promise<unknown> = running.then(forget, forget);
@@ -209,7 +209,9 @@ export class LockEngine implements AcquisitionHost, LockOwner {
 
   private async stopTakingLocks(): Promise<void> {
     this.closed = true;
-    const waiting = this.waiters.close(shutDownError());
+    // A lock key is the prefix and the caller's name: the error names the key as the caller did.
+    const prefix = this.options.keyPrefix.length;
+    const waiting = this.waiters.close((key) => new LockShuttingDownError(key.slice(prefix)));
     const held = this.watchdog.stop();
     // Work may still run under these locks: tell it before another process can take them.
     for (const lock of held) lock.markLost('the lock service shut down');
@@ -228,7 +230,7 @@ export class LockEngine implements AcquisitionHost, LockOwner {
 
   private start(name: string, options: ResolvedAcquireOptions): Acquisition {
     const key = toRedisKey(this.options.keyPrefix, name);
-    if (this.closed) throw shutDownError();
+    if (this.closed) throw new LockShuttingDownError(name);
     return new Acquisition(this, name, key, options);
   }
 

@@ -82,14 +82,14 @@ export class Waiters {
   }
 
   /**
-   * Fails every waiting caller with `error` and ends all subscriptions. Returns the key and
-   * token of each, for the caller to take them out of the store's queues.
+   * Fails every waiting caller with the error `errorOf` its key, and ends all subscriptions.
+   * Returns the key and token of each, for the caller to take them out of the store's queues.
    */
-  close(error: Error): { key: string; token: string }[] {
+  close(errorOf: (key: string) => Error): { key: string; token: string }[] {
     const left = [...this.queues.values()].flatMap((queue) =>
       queue.waiters.map((waiter) => ({ key: queue.key, token: waiter.token })),
     );
-    for (const queue of [...this.queues.values()]) this.fail(queue, error);
+    for (const queue of [...this.queues.values()]) this.fail(queue, errorOf(queue.key));
     return left;
   }
 

@@ -8,8 +8,10 @@ import request from 'supertest';
 import { LockNotAcquiredError, WithLock } from '../../src/index.js';
 import {
   anyNumber,
+  beginShutdown,
   conflictMessage,
   lockModule,
+  shuttingDownMessage,
   SUBMIT_WINDOW_MS,
   throttleMessage,
   whileOrderHeld,
@@ -94,7 +96,11 @@ describe('a held lock in a GraphQL (Apollo) resolver', () => {
       });
     });
     expect(formatted.at(-1)).toBeInstanceOf(LockNotAcquiredError);
-    expect(formatted.at(-1)).toMatchObject({ key: 'order:1', throttled: false });
+    expect(formatted.at(-1)).toMatchObject({
+      name: 'LockNotAcquiredError',
+      key: 'order:1',
+      throttled: false,
+    });
     expect(await mutate('editOrder', '1')).toEqual({ data: { editOrder: { id: '1' } } });
   });
 
@@ -113,5 +119,22 @@ describe('a held lock in a GraphQL (Apollo) resolver', () => {
       ],
     });
     withinWindow(body.errors?.[0]?.extensions.retryAfterMs);
+  });
+
+  // Last: the app takes no more locks.
+  it('answers with a SERVICE_UNAVAILABLE error once shutdown has begun', async () => {
+    await beginShutdown(module);
+    expect(await mutate('editOrder', '3')).toEqual({
+      data: null,
+      errors: [
+        {
+          message: shuttingDownMessage('3'),
+          locations: [{ line: 1, column: 12 }],
+          path: ['editOrder'],
+          extensions: { code: 'SERVICE_UNAVAILABLE' },
+        },
+      ],
+    });
+    expect(formatted.at(-1)).toMatchObject({ name: 'LockShuttingDownError', key: 'order:3' });
   });
 });

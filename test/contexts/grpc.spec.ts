@@ -6,7 +6,14 @@ import { loadSync } from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
 import { WithLock } from '../../src/index.js';
 import { freePort } from '../support/redis-server.js';
-import { conflictMessage, lockModule, SUBMIT_WINDOW_MS, whileOrderHeld } from './orders.js';
+import {
+  beginShutdown,
+  conflictMessage,
+  lockModule,
+  shuttingDownMessage,
+  SUBMIT_WINDOW_MS,
+  whileOrderHeld,
+} from './orders.js';
 
 const PROTO = fileURLToPath(new URL('./orders.proto', import.meta.url));
 
@@ -94,5 +101,15 @@ describe('a held lock in a gRPC microservice', () => {
     const [retryAfterMs] = error?.metadata.get('retry-after-ms') ?? [];
     expect(Number(retryAfterMs)).toBeGreaterThan(0);
     expect(Number(retryAfterMs)).toBeLessThanOrEqual(SUBMIT_WINDOW_MS);
+  });
+
+  // Last: the app takes no more locks.
+  it('fails a call with UNAVAILABLE, which clients retry, once shutdown has begun', async () => {
+    await beginShutdown(module);
+    const { error } = await call('Edit', '3');
+    expect(error?.code).toBe(status.UNAVAILABLE);
+    expect(error?.details).toBe(shuttingDownMessage('3'));
+    expect(error?.metadata.get('lock-code')).toEqual(['LOCK_SHUTTING_DOWN']);
+    expect(error?.metadata.get('retry-after-ms')).toEqual([]);
   });
 });

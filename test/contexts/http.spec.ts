@@ -6,8 +6,10 @@ import request from 'supertest';
 import { LockService, WithLock } from '../../src/index.js';
 import { sleep } from '../support/lock-app.js';
 import {
+  beginShutdown,
   conflictBody,
   lockModule,
+  shuttingDownBody,
   SUBMIT_WINDOW_MS,
   throttleBody,
   whileOrderHeld,
@@ -101,5 +103,15 @@ describe.each(platforms)('a held lock in an HTTP handler (%s)', (_, httpAdapter)
     expect(response.status).toBe(429);
     expect(Number(response.headers['retry-after'])).toBeLessThanOrEqual(SUBMIT_WINDOW_MS / 1000);
     withinWindow((response.body as { retryAfterMs: number }).retryAfterMs);
+  });
+
+  // Last: the app takes no more locks.
+  it('answers 503 with Connection: close once shutdown has begun: retry on another instance', async () => {
+    await beginShutdown(module);
+    const response = await post('/orders/4/edit').set('Connection', 'keep-alive');
+    expect(response.status).toBe(503);
+    expect(response.body).toEqual(shuttingDownBody('4'));
+    expect(response.headers.connection).toBe('close');
+    expect(response.headers['retry-after']).toBeUndefined();
   });
 });

@@ -56,6 +56,26 @@ export const throttleBody = (id: string) => ({
   retryAfterMs: anyNumber,
 });
 
+/**
+ * Makes the app's lock service stop taking locks, as its `beforeApplicationShutdown` does when
+ * the app begins to shut down while its servers still answer. For good: the last test of a spec.
+ */
+export const beginShutdown = (module: TestingModule) =>
+  module.get(LockService).beforeApplicationShutdown();
+
+/** The message of a call refused on `order:<id>` because the instance is shutting down. */
+export const shuttingDownMessage = (id: string) =>
+  `Lock "order:${id}" was not taken: the lock service of this instance is shutting down; ` +
+  'retry on another instance';
+
+/** The body of an HTTP 503 for `order:<id>`; RPC and WebSocket payloads carry it too. */
+export const shuttingDownBody = (id: string) => ({
+  statusCode: 503,
+  error: 'Service Unavailable',
+  code: 'LOCK_SHUTTING_DOWN',
+  message: shuttingDownMessage(id),
+});
+
 /** A throttle's retry-after: what is left of the window, so within it. */
 export const withinWindow = (ms: unknown) => {
   expect(ms).toEqual(expect.any(Number));

@@ -5,8 +5,10 @@ import type { AddressInfo, Server } from 'node:net';
 import { firstValueFrom } from 'rxjs';
 import { WithLock } from '../../src/index.js';
 import {
+  beginShutdown,
   conflictBody,
   lockModule,
+  shuttingDownBody,
   SUBMIT_WINDOW_MS,
   throttleBody,
   whileOrderHeld,
@@ -98,5 +100,14 @@ describe.each(servers)('a held lock in a TCP microservice (%s)', (_, start) => {
       ...throttleBody('2'),
     });
     withinWindow((error as { retryAfterMs: number }).retryAfterMs);
+  });
+
+  // Last: the app takes no more locks.
+  it('replies with LOCK_SHUTTING_DOWN and 503 once shutdown has begun', async () => {
+    await beginShutdown(module);
+    await expect(send('order.edit', '3')).rejects.toEqual({
+      status: 'error',
+      ...shuttingDownBody('3'),
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { Agent, get } from 'node:http';
+import { Agent, get, type IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { bootLockApp, sharedRedisUrl, uniquePrefix } from '../support/lock-app.js';
 
@@ -31,8 +31,24 @@ function message<K extends keyof AppMessage>(
   });
 }
 
+/** A GET on `agent`, with whether it went over a connection the agent kept, and the body. */
+function getOn(agent: Agent, url: string) {
+  return new Promise<{ response: IncomingMessage; reused: boolean; body: unknown }>(
+    (resolve, reject) => {
+      const request = get(url, { agent }, (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () =>
+          resolve({ response, reused: request.reusedSocket, body: JSON.parse(text) }),
+        );
+      }).on('error', reject);
+    },
+  );
+}
+
 describe.each(['express', 'fastify'])('shutdown order, HTTP on %s', (adapter) => {
-  it("frees the process's locks when shutdown begins, not after the HTTP server has drained", async () => {
+  it("frees the process's locks when shutdown begins, not after the HTTP server has drained; meanwhile a lock call answers 503", async () => {
     const prefix = uniquePrefix();
     const app = fork(APP, [], {
       env: {
@@ -60,6 +76,10 @@ describe.each(['express', 'fastify'])('shutdown order, HTTP on %s', (adapter) =>
         }).on('error', reject);
       });
       await slowStarted;
+      // A connection the client keeps open, as a load balancer or an HTTP client pool does.
+      expect((await getOn(agent, `http://127.0.0.1:${port}/orders/1`)).response.statusCode).toBe(
+        200,
+      );
       const aborted = message(app, 'aborted');
       const rejected = message(app, 'usingRejected');
 
@@ -73,7 +93,25 @@ describe.each(['express', 'fastify'])('shutdown order, HTTP on %s', (adapter) =>
       expect(await rejected).toBe('LockLostError');
       await lock.release();
 
+      // The app is in its grace period: a request that comes over the kept connection and asks
+      // for a lock is told to go elsewhere, and the connection is closed behind it.
+      const refused = await getOn(agent, `http://127.0.0.1:${port}/orders/2`);
+      expect(refused.reused).toBe(true);
+      expect(refused.response.statusCode).toBe(503);
+      expect(refused.response.headers.connection).toBe('close');
+      expect(refused.body).toEqual({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        code: 'LOCK_SHUTTING_DOWN',
+        message:
+          'Lock "order:2" was not taken: the lock service of this instance is shutting down; ' +
+          'retry on another instance',
+      });
+      const { socket } = refused.response;
+      if (!socket.destroyed) await once(socket, 'close');
+
       const exited = once(app, 'exit');
+      app.send('leave');
       app.send('finish');
       expect(await slow).toBe(200);
       // Fastify keeps an idle keep-alive socket open (72 s by default) even while closing:

@@ -9,8 +9,10 @@ import { io } from 'socket.io-client';
 import { WebSocket } from 'ws';
 import { LockExceptionFilter, WithLock } from '../../src/index.js';
 import {
+  beginShutdown,
   conflictBody,
   lockModule,
+  shuttingDownBody,
   SUBMIT_WINDOW_MS,
   throttleBody,
   whileOrderHeld,
@@ -147,5 +149,18 @@ describe.each(adapters)('a held lock in a WebSocket gateway (%s)', (_, adapter, 
       },
     });
     withinWindow((received.data as { retryAfterMs: number }).retryAfterMs);
+  });
+
+  // Last: the app takes no more locks.
+  it('sends an exception event with LOCK_SHUTTING_DOWN once shutdown has begun', async () => {
+    await beginShutdown(module);
+    expect(await client.request('order.edit', { id: '3' })).toEqual({
+      event: 'exception',
+      data: {
+        status: 'error',
+        ...shuttingDownBody('3'),
+        cause: { pattern: 'order.edit', data: { id: '3' } },
+      },
+    });
   });
 });

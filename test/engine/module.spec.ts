@@ -110,8 +110,8 @@ describe('shutdown', () => {
     expect(await redis.exists(...locks.map((lock) => lock.key))).toBe(0);
     // Work still running under them learns that it is no longer protected.
     expect(locks.map((lock) => lock.signal.aborted)).toEqual([true, true, true]);
-    expect(await waiter).toMatchObject({ name: 'LockError' });
-    await expect(app.locks.acquire('after')).rejects.toThrow(/shut down/);
+    expect(await waiter).toMatchObject({ name: 'LockShuttingDownError', key: 'x' });
+    await expect(app.locks.acquire('after')).rejects.toThrow(/shutting down/);
     await redis.quit();
   });
 

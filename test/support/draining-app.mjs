@@ -4,9 +4,14 @@
  * (Express, or Fastify with DRAIN_ADAPTER=fastify) and LockModule, with shutdown hooks on.
  *
  * `GET /slow` answers only when the parent sends `finish`, which keeps the HTTP server
- * draining after SIGTERM. The background work runs under the lock DRAIN_KEY until its signal
- * aborts. Messages to the parent: `{ booted: port }`, `{ slowStarted: true }`, `{ aborted:
- * reason }`, `{ usingRejected: error name }`.
+ * draining after SIGTERM; `GET /orders/:id` runs under the lock `order:<id>`. The background
+ * work runs under the lock DRAIN_KEY until its signal aborts. Shutdown waits in a grace period,
+ * after the lock service's `beforeApplicationShutdown` and before the server closes, until the
+ * parent sends `leave`, as an app behind a load balancer waits for it to stop sending requests
+ * (Terminus's `gracefulShutdownTimeoutMs`, say). The server keeps idle keep-alive connections
+ * open for 60 s, as servers behind a load balancer are told to. Messages to the parent:
+ * `{ booted: port }`, `{ slowStarted: true }`, `{ aborted: reason }`, `{ usingRejected: error
+ * name }`.
  *
  * Plain ESM JavaScript importing the BUILT library by its package name (`dist/`), as child
  * processes cannot run TypeScript through ts-jest. Configuration in the environment:
@@ -14,35 +19,70 @@
  */
 import 'reflect-metadata';
 import { once } from 'node:events';
-import { Controller, Get, Module } from '@nestjs/common';
+import { Controller, Get, Injectable, Module, Param } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { LockModule, LockService } from 'nestjs-redis-lock';
+import { LockModule, LockService, WithLock } from 'nestjs-redis-lock';
 
 const env = process.env;
+
+/** Resolves when the parent sends `name`. @param {string} name */
+function fromParent(name) {
+  return new Promise((resolve) => {
+    const listener = (/** @type {unknown} */ message) => {
+      if (message !== name) return;
+      process.off('message', listener);
+      resolve(undefined);
+    };
+    process.on('message', listener);
+  });
+}
 
 class SlowController {
   async slow() {
     process.send?.({ slowStarted: true });
-    await once(process, 'message');
+    await fromParent('finish');
     return { finished: true };
   }
+
+  order(/** @type {string} */ id) {
+    return { id };
+  }
 }
-Object.defineProperty(
-  SlowController.prototype,
-  'slow',
-  Reflect.decorate(
-    [Get('slow')],
+for (const [method, decorators] of Object.entries({
+  slow: [Get('slow')],
+  order: [Get('orders/:id'), WithLock('order:<id>'), (target, key) => Param('id')(target, key, 0)],
+})) {
+  Object.defineProperty(
     SlowController.prototype,
-    'slow',
-    Object.getOwnPropertyDescriptor(SlowController.prototype, 'slow'),
-  ),
-);
+    method,
+    Reflect.decorate(
+      decorators,
+      SlowController.prototype,
+      method,
+      Object.getOwnPropertyDescriptor(SlowController.prototype, method),
+    ),
+  );
+}
 Controller()(SlowController);
+
+class GracePeriod {
+  beforeApplicationShutdown() {
+    return fromParent('leave');
+  }
+}
+Injectable()(GracePeriod);
+class GracePeriodModule {}
+Module({ providers: [GracePeriod] })(GracePeriodModule);
 
 class DrainingModule {}
 Module({
-  imports: [LockModule.forRoot({ redis: env.DRAIN_REDIS_URL, keyPrefix: env.DRAIN_KEY_PREFIX })],
+  // Nest runs the shutdown hooks of modules imported side by side in the reverse order: the
+  // lock service stops before the grace period begins.
+  imports: [
+    GracePeriodModule,
+    LockModule.forRoot({ redis: env.DRAIN_REDIS_URL, keyPrefix: env.DRAIN_KEY_PREFIX }),
+  ],
   controllers: [SlowController],
 })(DrainingModule);
 
@@ -51,6 +91,7 @@ const app =
     ? await NestFactory.create(DrainingModule, new FastifyAdapter(), { logger: false })
     : await NestFactory.create(DrainingModule, { logger: false });
 app.enableShutdownHooks();
+Object.assign(app.getHttpServer(), { keepAliveTimeout: 60_000 });
 await app.listen(0, '127.0.0.1');
 const port = Number(new URL(await app.getUrl()).port);
 
