@@ -23,6 +23,15 @@ export const TICK_TIME = 200;
  */
 const SYNC_LIMIT = 10;
 
+/**
+ * A `syncLimit` for the tests that cut a follower off (see {@link ZooKeeperEnsemble.isolate}):
+ * 25 ticks, 5 s, longer than the sessions of 2 s at most that they use. So the leader expires
+ * a session of the cut-off follower's, deletes its nodes and lets another session take its
+ * locks while the follower still answers reads from its own stale copy of the tree: the window
+ * in which a renewal that reads would be fooled.
+ */
+export const PARTITION_SYNC_LIMIT = 25;
+
 /** Says how to get the ZooKeeper server when it is missing, instead of failing obscurely. */
 export function assertZooKeeperInstalled() {
   if (!existsSync(ZOOKEEPER_JAR)) {

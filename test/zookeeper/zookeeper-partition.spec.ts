@@ -1,24 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { LockLostError } from '../../src/index.js';
 import { bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
-import { ZooKeeperEnsemble, type ZooKeeperServer } from '../support/zookeeper-server.js';
+import {
+  PARTITION_SYNC_LIMIT,
+  ZooKeeperEnsemble,
+  type ZooKeeperServer,
+} from '../support/zookeeper-server.js';
 import { ZooKeeperTree } from '../support/zookeeper-tree.js';
-
-/**
- * How many ticks (200 ms) a follower cut off from its leader goes on serving its clients:
- * 5 s, well past the 2 s sessions below. So the leader expires the holder's session, deletes its
- * node and lets another session take the lock while the follower still answers the holder, from
- * its own stale copy of the tree, that the node exists. That window is what a renewal must not
- * be fooled by.
- */
-const SYNC_LIMIT = 25;
 
 describe('ZooKeeper backend: a holder whose server is cut off from the leader', () => {
   const root = `/partition-${randomBytes(4).toString('hex')}`;
   let ensemble: ZooKeeperEnsemble;
 
   beforeAll(async () => {
-    ensemble = await ZooKeeperEnsemble.start(3, { syncLimit: SYNC_LIMIT, partitionable: true });
+    // The follower goes on serving past the holder's session (see PARTITION_SYNC_LIMIT).
+    ensemble = await ZooKeeperEnsemble.start(3, {
+      syncLimit: PARTITION_SYNC_LIMIT,
+      partitionable: true,
+    });
   }, 60_000);
 
   afterAll(async () => {
