@@ -19,12 +19,19 @@
  * out of the default faults.
  * --zookeeper runs the ZooKeeper mode: a ZooKeeper server of its own, which the faults kill
  * holders on, pause them, restart it, and cut holders off until their session expires.
+ * --zookeeper --ensemble runs it on a 3-server ensemble of its own instead, whose members reach
+ * each other through proxies: the workers reach the followers, and instead of the restart a
+ * fault cuts a holder's follower off from the others while it still serves.
  */
 import { parseArgs } from 'node:util';
 import { SafetyChecker } from '../test/safety/checker/checker.mjs';
 import { formatSummary } from '../test/safety/checker/analyze.mjs';
 import { assertRedisServerInstalled, RedisServer } from '../test/support/redis-server.js';
-import { ZooKeeperServer } from '../test/support/zookeeper-server.js';
+import {
+  PARTITION_SYNC_LIMIT,
+  ZooKeeperEnsemble,
+  ZooKeeperServer,
+} from '../test/support/zookeeper-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,6 +42,7 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     redlock: { type: 'boolean', default: false },
     zookeeper: { type: 'boolean', default: false },
+    ensemble: { type: 'boolean', default: false },
     masters: { type: 'string', default: '5' },
     'node-timeout': { type: 'string', default: '100' },
     faults: { type: 'string' },
@@ -55,10 +63,15 @@ if (!kind && values.kind !== 'mutex')
 if (!values.zookeeper) assertRedisServerInstalled();
 // The RedLock mode's masters are the checker's own; the single-Redis mode's server is ours, and
 // so is the ZooKeeper mode's.
-const zookeeper = values.zookeeper ? await ZooKeeperServer.start() : undefined;
-const redis = values.redlock || zookeeper ? undefined : await RedisServer.start();
+if (values.ensemble && !values.zookeeper) throw new Error('--ensemble goes with --zookeeper');
+const ensemble = values.ensemble
+  ? await ZooKeeperEnsemble.start(3, { syncLimit: PARTITION_SYNC_LIMIT, partitionable: true })
+  : undefined;
+const zookeeper = values.zookeeper && !ensemble ? await ZooKeeperServer.start() : undefined;
+const redis = values.redlock || values.zookeeper ? undefined : await RedisServer.start();
 /** @returns {Partial<import('../test/safety/checker/checker.mjs').CheckerOptions>} */
 function mode() {
+  if (ensemble) return { zookeeper: { ensemble } };
   if (zookeeper) return { zookeeper: { server: zookeeper } };
   if (redis) return { redis };
   return {
@@ -94,5 +107,6 @@ try {
 } finally {
   await redis?.stop();
   await zookeeper?.stop();
+  await ensemble?.stop();
 }
 process.exitCode = exitCode;

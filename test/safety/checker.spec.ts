@@ -1,7 +1,11 @@
-import { SafetyChecker } from './checker/checker.mjs';
+import { SafetyChecker, type CheckerOptions } from './checker/checker.mjs';
 import { formatSummary } from './checker/analyze.mjs';
 import { RedisServer } from '../support/redis-server.js';
-import { ZooKeeperServer } from '../support/zookeeper-server.js';
+import {
+  PARTITION_SYNC_LIMIT,
+  ZooKeeperEnsemble,
+  ZooKeeperServer,
+} from '../support/zookeeper-server.js';
 
 /**
  * The small-size run of the multi-process safety checker (issue 6): 6 worker processes, each its
@@ -11,8 +15,10 @@ import { ZooKeeperServer } from '../support/zookeeper-server.js';
  * a holder. Then the fair handover's waiters are attacked: their pub/sub connections lag, queued
  * ones die, short-TTL ones wait longer than their TTL; and with three callers per worker, the
  * handover to a caller of the releaser's own process meets the faults. And over ZooKeeper: a holder killed,
- * paused, cut off until its session expires, and the server restarted under one. The full-size
- * runs are `npm run safety`, `npm run safety -- --redlock` and `npm run safety -- --zookeeper`.
+ * paused, cut off until its session expires, and the server restarted under one; and on a
+ * ZooKeeper ensemble, a holder's follower cut off from the leader while it still serves. The
+ * full-size runs are `npm run safety`, `npm run safety -- --redlock`,
+ * `npm run safety -- --zookeeper` and `npm run safety -- --zookeeper --ensemble`.
  * Needs the built library (`npm run build`).
  */
 /** What every run must keep, whatever its faults: read from its result... */
@@ -29,6 +35,42 @@ const SAFE = {
   tokensOutOfOrder: 0,
   unexplainedOverlaps: 0,
 };
+/**
+ * How the holders whose lock a fault took (their session expired under them) fared: how many
+ * were told within their validity, before the next holder acquired, had their stale write
+ * refused, and saw `using` reject with LockLostError...
+ */
+const losses = (result: Awaited<ReturnType<SafetyChecker['run']>>) => ({
+  lossFaults: result.lossFaults,
+  told: result.lossTold,
+  toldBeforeNext: result.lossToldBeforeNext,
+  staleWriteRefused: result.lossStaleWriteRefused,
+  lockLost: result.lossLockLost,
+});
+/** ...and what that must be: all of them, each time. */
+const allToldOf = (lossFaults: number) => ({
+  lossFaults,
+  told: lossFaults,
+  toldBeforeNext: lossFaults,
+  staleWriteRefused: lossFaults,
+  lockLost: lossFaults,
+});
+
+/**
+ * Runs the checker at the small size (6 workers, a ttl of 400 ms, half a second between faults
+ * unless `options` say otherwise) and prints its summary.
+ */
+async function run(options: CheckerOptions) {
+  const result = await new SafetyChecker({
+    workers: 6,
+    ttl: 400,
+    gapMs: 500,
+    tailMs: 500,
+    ...options,
+  }).run();
+  console.log(formatSummary(result));
+  return result;
+}
 
 describe('the multi-process safety checker (small size)', () => {
   let redis: RedisServer;
@@ -42,17 +84,10 @@ describe('the multi-process safety checker (small size)', () => {
   });
 
   it('keeps mutual exclusion, fencing and every update through kill, stop and restart', async () => {
-    const checker = new SafetyChecker({
+    const result = await run({
       redis,
-      workers: 6,
-      ttl: 400,
       faults: ['kill', 'stop', 'restart'],
-      gapMs: 500,
-      tailMs: 500,
     });
-    const result = await checker.run();
-    const summary = formatSummary(result);
-    console.log(summary);
 
     expect(result.violations).toEqual([]);
     expect(result.faultsByKind).toEqual({ kill: 1, stop: 1, restart: 1 });
@@ -69,18 +104,12 @@ describe('the multi-process safety checker (small size)', () => {
   }, 120_000);
 
   it('keeps them when a release hands the lock to a caller of its own process, through every holder fault', async () => {
-    const checker = new SafetyChecker({
+    const result = await run({
       redis,
-      workers: 6,
       callers: 3,
-      ttl: 400,
       faults: ['kill', 'stop', 'restart', 'lag', 'short-ttl'],
       lagMs: [1_000, 1_500],
-      gapMs: 500,
-      tailMs: 500,
     });
-    const result = await checker.run();
-    console.log(formatSummary(result));
 
     expect({
       violations: result.violations,
@@ -97,18 +126,12 @@ describe('the multi-process safety checker (small size)', () => {
   }, 120_000);
 
   it('keeps them through lagging pub/sub, waiters killed while queued and short-TTL waiters', async () => {
-    const checker = new SafetyChecker({
+    const result = await run({
       redis,
-      workers: 6,
-      ttl: 400,
       faults: ['lag', 'kill-waiter', 'short-ttl'],
       // Late by 2 to 3 handover leases (500 ms), 2.5 to 3.75 TTLs.
       lagMs: [1_000, 1_500],
-      gapMs: 500,
-      tailMs: 500,
     });
-    const result = await checker.run();
-    console.log(formatSummary(result));
 
     expect(result.violations).toEqual([]);
     expect(result.faultsByKind).toEqual({ lag: 1, 'kill-waiter': 1, 'short-ttl': 1 });
@@ -138,18 +161,12 @@ describe('the multi-process safety checker (small size)', () => {
   ] as const)(
     'keeps %s within its bounds through every fault of the single-Redis mode',
     async (_, kind) => {
-      const checker = new SafetyChecker({
+      const result = await run({
         redis,
         kind,
-        workers: 6,
-        ttl: 400,
         faults: ['kill', 'stop', 'restart', 'lag', 'kill-waiter', 'short-ttl'],
         lagMs: [1_000, 1_500],
-        gapMs: 500,
-        tailMs: 500,
       });
-      const result = await checker.run();
-      console.log(formatSummary(result));
 
       expect(result.violations).toEqual([]);
       expect(result.faultsByKind).toEqual({
@@ -179,16 +196,11 @@ describe('the multi-process safety checker (small size)', () => {
 
   it('keeps them over 5 RedLock masters through kill, stop and restarts of a minority and a majority', async () => {
     // The checker starts the 5 masters itself and stops them however the run ends.
-    const checker = new SafetyChecker({
+    const result = await run({
       redlock: { masters: 5 },
       workers: 8,
-      ttl: 400,
       faults: ['kill', 'stop', 'minority', 'majority'],
-      gapMs: 500,
-      tailMs: 500,
     });
-    const result = await checker.run();
-    console.log(formatSummary(result));
 
     expect(result.violations).toEqual([]);
     expect(result.faultsByKind).toEqual({ kill: 1, stop: 1, minority: 1, majority: 1 });
@@ -216,16 +228,10 @@ describe('the multi-process safety checker (small size)', () => {
   it('keeps them over ZooKeeper through kill, stop, a server restart and an expired session', async () => {
     const server = await ZooKeeperServer.start();
     try {
-      const checker = new SafetyChecker({
+      const result = await run({
         zookeeper: { server },
-        workers: 6,
-        ttl: 400,
         faults: ['kill', 'stop', 'restart', 'expire'],
-        gapMs: 500,
-        tailMs: 500,
       });
-      const result = await checker.run();
-      console.log(formatSummary(result));
 
       expect({
         violations: result.violations,
@@ -234,22 +240,52 @@ describe('the multi-process safety checker (small size)', () => {
         ...safety(result),
         // The cut-off holder was told within its validity and before anybody else acquired,
         // and its stale write was refused.
-        expired: [result.lossFaults, result.lossTold, result.lossToldBeforeNext],
-        expiredWriteRefused: result.lossStaleWriteRefused,
-        expiredLockLost: result.lossLockLost,
+        ...losses(result),
       }).toEqual({
         violations: [],
         faults: { kill: 1, stop: 1, restart: 1, expire: 1 },
         processes: 7,
         ...SAFE,
-        expired: [1, 1, 1],
-        expiredWriteRefused: 1,
-        expiredLockLost: 1,
+        ...allToldOf(1),
       });
       expect(result.counter).toBe(result.acceptedWrites);
       expect(result.acceptedWrites).toBeGreaterThan(0);
     } finally {
       await server.stop();
+    }
+  }, 120_000);
+
+  it('keeps them on a ZooKeeper ensemble when a holder’s follower is cut off from the leader', async () => {
+    const ensemble = await ZooKeeperEnsemble.start(3, {
+      syncLimit: PARTITION_SYNC_LIMIT,
+      partitionable: true,
+    });
+    try {
+      const result = await run({
+        zookeeper: { ensemble },
+        faults: ['partition', 'expire', 'partition'],
+      });
+
+      expect({
+        violations: result.violations,
+        faults: result.faultsByKind,
+        ...safety(result),
+        // The follower still answered its clients when the next holder acquired: the window
+        // was open, and the holder had been told before, within its validity; its stale write
+        // was refused.
+        stillServing: result.partitionStillServing,
+        ...losses(result),
+      }).toEqual({
+        violations: [],
+        faults: { partition: 2, expire: 1 },
+        ...SAFE,
+        stillServing: 2,
+        ...allToldOf(3),
+      });
+      expect(result.counter).toBe(result.acceptedWrites);
+      expect(result.acceptedWrites).toBeGreaterThan(0);
+    } finally {
+      await ensemble.stop();
     }
   }, 120_000);
 });

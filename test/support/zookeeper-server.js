@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { endProcess, freePort, registerPid } from './redis-server.js';
+import { TcpProxy } from './tcp-proxy.js';
 
 /** Where Debian's `zookeeper` package puts the server and its default configuration. */
 const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
@@ -15,6 +16,21 @@ const CLASSPATH = `/etc/zookeeper/conf:${ZOOKEEPER_JAR}`;
  * within a second or so) and elections end quickly; sessions may last up to 30 s.
  */
 export const TICK_TIME = 200;
+
+/**
+ * How many ticks a follower waits for its leader (and the leader for it) before it gives up on
+ * the link, unless an ensemble asks otherwise.
+ */
+const SYNC_LIMIT = 10;
+
+/**
+ * A `syncLimit` for the tests that cut a follower off (see {@link ZooKeeperEnsemble.isolate}):
+ * 25 ticks, 5 s, longer than the sessions of 2 s at most that they use. So the leader expires
+ * a session of the cut-off follower's, deletes its nodes and lets another session take its
+ * locks while the follower still answers reads from its own stale copy of the tree: the window
+ * in which a renewal that reads would be fooled.
+ */
+export const PARTITION_SYNC_LIMIT = 25;
 
 /** Says how to get the ZooKeeper server when it is missing, instead of failing obscurely. */
 export function assertZooKeeperInstalled() {
@@ -61,10 +77,10 @@ export class ZooKeeperServer {
   #process;
 
   /**
-   * @param {{ port: number, dir: string, id?: number, peers?: string[] }} config `peers`: the
-   *   `server.N=` lines of an ensemble; `id`: this member's number in them
+   * @param {{ port: number, dir: string, id?: number, peers?: string[], syncLimit?: number }}
+   *   config `peers`: the `server.N=` lines of an ensemble; `id`: this member's number in them
    */
-  constructor({ port, dir, id, peers }) {
+  constructor({ port, dir, id, peers, syncLimit = SYNC_LIMIT }) {
     /** @readonly */
     this.port = port;
     /** @readonly */
@@ -85,7 +101,7 @@ export class ZooKeeperServer {
         'admin.enableServer=false',
         '4lw.commands.whitelist=srvr,ruok,wchp',
         'initLimit=25',
-        'syncLimit=10',
+        `syncLimit=${syncLimit}`,
         'maxSessionTimeout=30000',
         ...(peers ?? []),
         '',
@@ -192,12 +208,21 @@ export class ZooKeeperServer {
   }
 }
 
-/** A ZooKeeper ensemble of `size` servers on free loopback ports. */
+/**
+ * A ZooKeeper ensemble of `size` servers on free loopback ports. A partitionable ensemble sends
+ * every link between two members through a {@link TcpProxy} of its own, so that a member can be
+ * cut off from the others while it still answers its clients (see {@link isolate}).
+ */
 export class ZooKeeperEnsemble {
-  /** @param {ZooKeeperServer[]} servers */
-  constructor(servers) {
+  /**
+   * @param {ZooKeeperServer[]} servers
+   * @param {{ from: ZooKeeperServer, to: ZooKeeperServer, proxy: TcpProxy }[]} [links]
+   */
+  constructor(servers, links = []) {
     /** @readonly */
     this.servers = servers;
+    /** @readonly */
+    this.links = links;
   }
 
   /** The client connection string of every member. */
@@ -207,30 +232,56 @@ export class ZooKeeperEnsemble {
 
   /**
    * @param {number} [size]
+   * @param {{ syncLimit?: number, partitionable?: boolean }} [options] `syncLimit`: in ticks
+   *   (default 10); `partitionable`: whether the members reach each other through proxies
    * @returns {Promise<ZooKeeperEnsemble>}
    */
-  static async start(size = 3) {
+  static async start(size = 3, { syncLimit, partitionable = false } = {}) {
     assertZooKeeperInstalled();
     /** @type {number[]} */
     const ports = [];
     for (let i = 0; i < size * 3; i++) ports.push(await freePort());
-    const peers = Array.from(
-      { length: size },
-      (_, i) => `server.${i + 1}=127.0.0.1:${ports[3 * i + 1]}:${ports[3 * i + 2]}`,
-    );
-    const servers = Array.from(
-      { length: size },
-      (_, i) =>
+    const ids = Array.from({ length: size }, (_, i) => i);
+    /** @type {{ from: number, to: number, proxy: TcpProxy }[]} */
+    const links = [];
+    /**
+     * The `server.N=` lines member `from` reads: its own ports, and the others' directly or
+     * through proxies of this member's own (one to a member's quorum port, which a follower
+     * connects to its leader through, one to its election port).
+     * @param {number} from
+     */
+    const peersOf = async (from) => {
+      const lines = [];
+      for (const to of ids) {
+        let [quorum, election] = [ports[3 * to + 1], ports[3 * to + 2]];
+        if (partitionable && to !== from) {
+          const proxies = [await TcpProxy.start(quorum), await TcpProxy.start(election)];
+          for (const proxy of proxies) links.push({ from, to, proxy });
+          [quorum, election] = proxies.map((proxy) => proxy.port);
+        }
+        lines.push(`server.${to + 1}=127.0.0.1:${quorum}:${election}`);
+      }
+      return lines;
+    };
+    /** @type {ZooKeeperServer[]} */
+    const servers = [];
+    for (const i of ids) {
+      servers.push(
         new ZooKeeperServer({
           port: ports[3 * i],
           dir: mkdtempSync(join(tmpdir(), `lock-zk-${i + 1}-`)),
           id: i + 1,
-          peers,
+          peers: await peersOf(i),
+          syncLimit,
         }),
-    );
+      );
+    }
     await Promise.all(servers.map((server) => server.launch()));
     await Promise.all(servers.map((server) => server.serving()));
-    return new ZooKeeperEnsemble(servers);
+    return new ZooKeeperEnsemble(
+      servers,
+      links.map(({ from, to, proxy }) => ({ from: servers[from], to: servers[to], proxy })),
+    );
   }
 
   /** The member that leads now (waits for an election to end). */
@@ -242,7 +293,27 @@ export class ZooKeeperEnsemble {
     throw new Error('the ensemble has no leader');
   }
 
+  /**
+   * Holds every byte between `server` and the other members, both ways, until {@link heal}: the
+   * connections stay open and silent, as in a network partition, and `server` goes on serving
+   * its clients until it notices (after `syncLimit` ticks). Needs a partitionable ensemble.
+   * @param {ZooKeeperServer} server
+   */
+  isolate(server) {
+    const cut = this.links.filter(({ from, to }) => from === server || to === server);
+    if (cut.length === 0) throw new Error('the ensemble was not started partitionable');
+    for (const { proxy } of cut) proxy.stall();
+  }
+
+  /** Lets the members' traffic flow again, delivering what was held. */
+  heal() {
+    for (const { proxy } of this.links) proxy.resume();
+  }
+
   async stop() {
-    await Promise.all(this.servers.map((server) => server.stop()));
+    await Promise.all([
+      ...this.servers.map((server) => server.stop()),
+      ...this.links.map(({ proxy }) => proxy.stop()),
+    ]);
   }
 }

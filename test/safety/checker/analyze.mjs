@@ -58,10 +58,15 @@ export function analyze(checker, elapsedMs) {
     highest = Math.max(highest, entry.token);
   }
   // Where a RedLock restart took the lock (a majority fault, or a minority one that hit a lock
-  // held on too few masters), or a ZooKeeper session expired under it, its holder is checked as
-  // a stopped holder is.
+  // held on too few masters), or a ZooKeeper session expired under it (its connection stalled,
+  // or its follower cut off), its holder is checked as a stopped holder is.
   const lossFaults = checker.faults.filter(
-    (f) => (f.kind === 'minority' || f.kind === 'majority' || f.kind === 'expire') && f.losesLock,
+    (f) =>
+      (f.kind === 'minority' ||
+        f.kind === 'majority' ||
+        f.kind === 'expire' ||
+        f.kind === 'partition') &&
+      f.losesLock,
   );
   // Victims whose write the checker held back until a newer holder had written: theirs is
   // stale by construction.
@@ -198,6 +203,7 @@ export function analyze(checker, elapsedMs) {
   const restartFaults = checker.faults.filter((f) => f.kind === 'restart');
   const minorityFaults = checker.faults.filter((f) => f.kind === 'minority');
   const lagFaults = checker.faults.filter((f) => f.kind === 'lag');
+  const partitionFaults = checker.faults.filter((f) => f.kind === 'partition');
   const killWaiterFaults = checker.faults.filter((f) => f.kind === 'kill-waiter');
   const shortTtlFaults = checker.faults.filter((f) => f.kind === 'short-ttl');
   const fact = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
@@ -273,6 +279,10 @@ export function analyze(checker, elapsedMs) {
       checker.faults.filter((f) => f.kind === 'minority' || f.kind === 'majority'),
       'restartMs',
     ),
+    partitionFaults: partitionFaults.length,
+    /** Partitions whose follower still served its clients when the next holder acquired. */
+    partitionStillServing: partitionFaults.filter((f) => f.facts.stillServingWhenTaken === true)
+      .length,
     grantedButLost: grantedButLost.length,
     /** Grants whose answer came too late to use them: `usable()` refused them, as it must. */
     expiredOnArrival: expiredOnArrival.length,
@@ -356,6 +366,12 @@ export function formatSummary(r) {
     `  acquire failures       ${kv(r.acquireFailures)}`,
     ...(r.redlock ? redlockLines(r) : [`  kill → next acquire    ${spread(r.killTakeoverMs)}`]),
     `  stop: aborted before stale write ${r.stopAbortBeforeWrite}/${r.stopFaults}`,
+    ...(r.partitionFaults
+      ? [
+          `  partition: follower still serving when the next holder acquired ` +
+            `${r.partitionStillServing}/${r.partitionFaults}`,
+        ]
+      : []),
     `  granted, lost before use ${r.grantedButLost} (answered too late to use: ` +
       `${r.expiredOnArrival}${r.expiredOnArrival ? `, in ${spread(r.expiredOnArrivalRttMs, '')}` : ''})`,
     ...waiterLines(r),

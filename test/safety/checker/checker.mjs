@@ -62,6 +62,16 @@
  *   within its validity and BEFORE the next holder acquired, its stale write must be refused,
  *   and `using` must reject with LockLostError.
  * At the end, no node may be left under the run's root.
+ *
+ * On a ZooKeeper ensemble (`zookeeper: { ensemble }`, a partitionable one from
+ * test/support/zookeeper-server.js) each worker reaches one follower, the followers in turn;
+ * the faults are `kill`, `stop` and `expire` as above, and, instead of `restart`:
+ * - `partition`: cut the holder's follower off from the other members (their links stall) while
+ *   it goes on answering its clients, until a newer holder wrote; then heal it and wait until it
+ *   serves again. The leader expires the holder's session while the follower still answers
+ *   reads, the dangerous window of a renewal that reads (give the ensemble a `syncLimit` longer
+ *   than the workers' sessions). It is checked as `expire` is: the holder must be told within
+ *   its validity and BEFORE the next holder acquired.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -75,6 +85,7 @@ import { FencedCounter } from './resource.mjs';
 import { ZooKeeperProbe } from './zookeeper-probe.mjs';
 
 /** @import { ReadRequest, WorkerMessage } from './worker.mjs' */
+/** @import { ZooKeeperEnsemble, ZooKeeperServer } from '../../support/zookeeper-server.js' */
 
 /**
  * What the checker sends a worker: the reply to its read or write of the resource, an order to
@@ -89,7 +100,7 @@ const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.meta.url));
 
 /**
- * @typedef {'kill' | 'stop' | 'restart' | 'minority' | 'majority' | 'expire' | WaiterFaultKind} FaultKind
+ * @typedef {'kill' | 'stop' | 'restart' | 'minority' | 'majority' | 'expire' | 'partition' | WaiterFaultKind} FaultKind
  * @typedef {'lag' | 'kill-waiter' | 'short-ttl'} WaiterFaultKind
  */
 /** The faults aimed at the waiters of the fair handover (single Redis). */
@@ -108,6 +119,13 @@ export const FAULT_KINDS = /** @type {const} */ ([
 export const REDLOCK_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'minority', 'majority']);
 /** The faults of the ZooKeeper mode, and its default plan. */
 export const ZOOKEEPER_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'restart', 'expire']);
+/** The faults of the ZooKeeper mode on an ensemble, and its default plan. */
+export const ZOOKEEPER_ENSEMBLE_FAULT_KINDS = /** @type {const} */ ([
+  'kill',
+  'stop',
+  'expire',
+  'partition',
+]);
 
 /**
  * How late after its validity ran out a holder may hear that its lock is lost: the worker's
@@ -141,9 +159,10 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  * @property {{ masters?: number, nodeTimeout?: number }} [redlock] the RedLock mode instead:
  *   the checker starts that many redis-servers (default 5, at least 3) and stops them at the
  *   end; `nodeTimeout` is the workers' per-master timeout (default 100 ms)
- * @property {{ server: { address: string, port: number, restart(): Promise<void> } }} [zookeeper]
+ * @property {{ server: { address: string, port: number, restart(): Promise<void> } } | { ensemble: ZooKeeperEnsemble }} [zookeeper]
  *   the ZooKeeper mode instead: the workers lock on this server (a ZooKeeperServer from
- *   test/support/zookeeper-server.js), which the checker restarts, never stops
+ *   test/support/zookeeper-server.js), which the checker restarts, never stops; or on this
+ *   partitionable ensemble, whose followers the checker cuts off and heals, never stops
  * @property {number} [workers] P, the number of worker processes alive at any time (≥ 6)
  * @property {number} [ttl] the lock's TTL in ms
  * @property {FaultKind[]} [faults] the faults to inject, in order
@@ -225,11 +244,13 @@ class WorkerHandle {
    * @param {number} id
    * @param {import('node:child_process').ChildProcess} child
    * @param {TcpProxy} [proxy] the worker's own way to Redis, with `lag`
+   * @param {ZooKeeperServer} [member] the ensemble member it reaches (through `proxy`)
    */
-  constructor(id, child, proxy) {
+  constructor(id, child, proxy, member) {
     this.id = id;
     this.child = child;
     this.proxy = proxy;
+    this.member = member;
     /**
      * The TTL asked for by the call now waiting for the lock; undefined while none waits.
      * @type {number | undefined}
@@ -255,6 +276,8 @@ export class SafetyChecker {
     }
     this.redis = options.redis;
     this.zookeeper = options.zookeeper;
+    this.ensemble =
+      options.zookeeper && 'ensemble' in options.zookeeper ? options.zookeeper.ensemble : undefined;
     /** The ZooKeeper mode's root, of this run alone. */
     this.zookeeperRoot = `/checker-${process.pid}-${Date.now().toString(36)}`;
     /** @type {ZooKeeperProbe | undefined} set up by {@link run} in the ZooKeeper mode */
@@ -266,9 +289,11 @@ export class SafetyChecker {
     /** @type {readonly FaultKind[]} */
     const kinds = options.redlock
       ? REDLOCK_FAULT_KINDS
-      : options.zookeeper
-        ? ZOOKEEPER_FAULT_KINDS
-        : FAULT_KINDS;
+      : this.ensemble
+        ? ZOOKEEPER_ENSEMBLE_FAULT_KINDS
+        : options.zookeeper
+          ? ZOOKEEPER_FAULT_KINDS
+          : FAULT_KINDS;
     /** Callers per worker process. */
     this.callers = options.callers ?? 1;
     this.faultPlan =
@@ -276,7 +301,8 @@ export class SafetyChecker {
       // kill-waiter tells a worker's waiting by its one caller.
       kinds.filter((kind) => this.callers === 1 || kind !== 'kill-waiter');
     // A fault of the other mode would test nothing (no single server to restart under RedLock,
-    // no minority to lose on one server): refuse it rather than pass without testing.
+    // no minority to lose on one server, no follower to cut off on a standalone ZooKeeper):
+    // refuse it rather than pass without testing.
     const foreign = this.faultPlan.filter((kind) => !kinds.includes(kind));
     if (foreign.length > 0) {
       throw new Error(`SafetyChecker: ${foreign.join(', ')} faults need the other mode`);
@@ -340,6 +366,14 @@ export class SafetyChecker {
     return this.masterCount > 1;
   }
 
+  /** The ZooKeeper mode's standalone server (not on an ensemble). */
+  get zookeeperServer() {
+    if (!this.zookeeper || !('server' in this.zookeeper)) {
+      throw new Error('SafetyChecker: no standalone ZooKeeper server');
+    }
+    return this.zookeeper.server;
+  }
+
   /** The lock's servers and their probes; only while {@link run} runs. */
   get lockServers() {
     if (!this.servers) throw new Error('SafetyChecker: the lock servers are not set up');
@@ -357,7 +391,11 @@ export class SafetyChecker {
     const startedAt = Date.now();
     try {
       if (this.zookeeper) {
-        this.probe = await ZooKeeperProbe.connect(this.zookeeper.server.address);
+        // On an ensemble, the leader: the workers are on followers, which `partition` cuts
+        // off, and a cut-off follower's answers are stale.
+        this.probe = await ZooKeeperProbe.connect(
+          this.ensemble ? (await this.ensemble.leader()).address : this.zookeeperServer.address,
+        );
       } else {
         this.servers = this.redis
           ? LockServers.single(this.redis)
@@ -389,7 +427,9 @@ export class SafetyChecker {
   /** Forks one worker and resolves once its Nest context is up. */
   async spawnWorker() {
     const id = this.nextWorkerId++;
-    const target = this.redis?.port ?? this.zookeeper?.server.port;
+    const member = await this.memberFor(id);
+    const target =
+      this.redis?.port ?? member?.port ?? (this.zookeeper ? this.zookeeperServer.port : undefined);
     const proxy = this.proxied && target ? await TcpProxy.start(target) : undefined;
     const child = fork(WORKER_PATH, [], {
       execArgv: [],
@@ -414,7 +454,7 @@ export class SafetyChecker {
       },
     });
     this.processesStarted++;
-    const worker = new WorkerHandle(id, child, proxy);
+    const worker = new WorkerHandle(id, child, proxy, member);
     this.workers.set(id, worker);
     child.stderr?.on('data', (/** @type {Buffer} */ chunk) => {
       worker.stderr = (worker.stderr + chunk.toString()).slice(-4000);
@@ -439,6 +479,19 @@ export class SafetyChecker {
     );
     if (!worker.ready) throw new Error(`worker ${id} died while booting: ${worker.stderr.trim()}`);
     return worker;
+  }
+
+  /**
+   * On an ensemble, the follower that worker `id` reaches: the followers in turn. Only
+   * followers, because a follower cut off from the leader is where a read misleads (see
+   * `partition`); the leader, which keeps its quorum then, stays the leader.
+   * @param {number} id
+   */
+  async memberFor(id) {
+    if (!this.ensemble) return undefined;
+    const leader = await this.ensemble.leader();
+    const followers = this.ensemble.servers.filter((server) => server !== leader);
+    return followers[id % followers.length];
   }
 
   /**
@@ -676,6 +729,7 @@ export class SafetyChecker {
     else if (kind === 'stop') await this.stop(fault, victim.worker, victim.message);
     else if (kind === 'restart') await this.restartServer(fault, victim.worker, victim.message);
     else if (kind === 'expire') await this.expire(fault, victim.worker, victim.message);
+    else if (kind === 'partition') await this.partition(fault, victim.worker, victim.message);
     else {
       const count =
         kind === 'majority' ? this.lockServers.quorum : this.masterCount - this.lockServers.quorum;
@@ -1037,26 +1091,90 @@ export class SafetyChecker {
 
   /**
    * ZooKeeper: stall the holder's connection until its session has expired and a newer holder
-   * wrote. Its read goes through first and its reply is held back, so that its write comes
-   * stale. It must be told within its validity, and before the next holder acquired.
+   * wrote (see {@link cutOff}).
    * @param {Fault} fault
    * @param {WorkerHandle} worker
    * @param {ReadRequest} read
    */
   async expire(fault, worker, read) {
+    const proxy = worker.proxy;
+    await this.cutOff(
+      fault,
+      worker,
+      read,
+      proxy && {
+        cut: () => proxy.stall(),
+        heal: async () => proxy.resume(),
+      },
+    );
+  }
+
+  /**
+   * ZooKeeper ensemble: cut the holder's follower off from the other members until the leader
+   * expired the holder's session and a newer holder wrote (see {@link cutOff}), then heal it and
+   * wait until it serves again. Records whether the follower still served its clients when the
+   * newer holder acquired: the window in which it answers reads from a tree the leader has moved
+   * past.
+   * @param {Fault} fault
+   * @param {WorkerHandle} worker
+   * @param {ReadRequest} read
+   */
+  async partition(fault, worker, read) {
+    const [ensemble, member] = [this.ensemble, worker.member];
     const section = this.section(worker.id, fault.token);
-    if (!section || !worker.proxy) {
-      fault.problems.push('the holder has no recorded section or no proxy');
+    /** @type {Promise<void> | undefined} */
+    let stillServing;
+    const next = () =>
+      this.sectionList.find(
+        (s) => section && s.acquiredSeq > section.acquiredSeq && s.worker !== worker.id,
+      );
+    await this.cutOff(
+      fault,
+      worker,
+      read,
+      ensemble &&
+        member && {
+          cut: () => {
+            ensemble.isolate(member);
+            stillServing = this.waitFor(() => next() !== undefined, 20_000)
+              .then(() => member.srvr())
+              .then((srvr) => {
+                fault.facts.stillServingWhenTaken = /Mode: follower/.test(srvr);
+              });
+          },
+          heal: async () => {
+            await stillServing;
+            ensemble.heal();
+            await member.serving();
+          },
+        },
+    );
+  }
+
+  /**
+   * ZooKeeper: cut the holder off (`cut`) until its session has expired and a newer holder
+   * wrote, then `heal`. Its read goes through first and its reply is held back, so that its
+   * write comes stale. It must be told within its validity, and before the next holder
+   * acquired.
+   * @param {Fault} fault
+   * @param {WorkerHandle} worker
+   * @param {ReadRequest} read
+   * @param {{ cut(): void, heal(): Promise<void> } | undefined} link
+   */
+  async cutOff(fault, worker, read, link) {
+    const section = this.section(worker.id, fault.token);
+    if (!section || !link) {
+      fault.problems.push('the holder has no recorded section or nothing to cut it off by');
       this.serveRead(worker, read);
       return;
     }
     const readResult = this.readResource(worker, read);
-    const stalledAt = Date.now();
-    worker.proxy.stall();
+    const cutAt = Date.now();
+    link.cut();
     try {
-      await this.loseThrough(fault, worker, section, read, readResult, stalledAt);
+      await this.loseThrough(fault, worker, section, read, readResult, cutAt);
     } finally {
-      worker.proxy.resume();
+      await link.heal();
     }
     if (fault.facts.toldBeforeNext === false) {
       fault.problems.push('the next holder acquired before the cut-off holder was told');
@@ -1126,7 +1244,7 @@ export class SafetyChecker {
    */
   async restartServer(fault, worker, read) {
     const before = Date.now();
-    await (this.zookeeper?.server ?? this.lockServers.servers[0]).restart();
+    await (this.zookeeper ? this.zookeeperServer : this.lockServers.servers[0]).restart();
     fault.facts.restartMs = Date.now() - before;
     const section = this.section(worker.id, fault.token);
     const told = await this.waitFor(() => section?.lostSeq !== undefined, 4 * this.ttl + 5_000);
