@@ -1,3 +1,4 @@
+import { LONE_SURROGATE } from '../keys/lock-keys.js';
 import { LockKeyResolutionError } from '../lock.errors.js';
 
 /**
@@ -66,8 +67,15 @@ function parseTemplate(template: string, site: TemplateSite): Segment[] {
   const pattern = /<([^<>]*)>|([^<>]+)|([<>])/g;
   for (const match of template.matchAll(pattern)) {
     const [, placeholder, literal, stray] = match;
-    if (literal !== undefined) segments.push(literal);
-    else if (stray !== undefined) {
+    if (literal !== undefined) {
+      if (LONE_SURROGATE.test(literal)) {
+        fail(
+          site,
+          `template ${JSON.stringify(template)} has a lone surrogate, which Redis and ZooKeeper would store as U+FFFD`,
+        );
+      }
+      segments.push(literal);
+    } else if (stray !== undefined) {
       fail(site, `template "${template}" has an unbalanced "${stray}" at position ${match.index}`);
     } else segments.push(compilePlaceholder(placeholder, template, site));
   }
@@ -201,9 +209,7 @@ function encoderBefore(next: string | ParsedPlaceholder | undefined): (value: st
   if (typeof next !== 'string' || next.startsWith('%')) {
     return (value) => escapeValue(value) + VALUE_END;
   }
-  const point = next.codePointAt(0) ?? 0;
-  // A lone surrogate in the template reaches Redis as U+FFFD, so that is what ends the value.
-  const boundary = String.fromCodePoint(point >= 0xd800 && point <= 0xdfff ? 0xfffd : point);
+  const boundary = String.fromCodePoint(next.codePointAt(0) ?? 0);
   return (value) => escapeValue(value, boundary);
 }
 

@@ -54,11 +54,20 @@ export function toDataKey(lockPrefix: string, resource: unknown): string {
   return key;
 }
 
+/** Half of a UTF-16 surrogate pair without its other half (matched by code point). */
+export const LONE_SURROGATE = /\p{Cs}/u;
+
 function checkedKey(what: string, prefix: string, key: unknown): string {
   if (typeof key !== 'string') {
     throw new LockKeyResolutionError(`A ${what} must be a string, got ${typeof key}`);
   }
   if (key.length === 0) throw new LockKeyResolutionError(`A ${what} must not be empty`);
+  if (LONE_SURROGATE.test(key)) {
+    throw new LockKeyResolutionError(
+      `A ${what} must be well-formed Unicode; ${JSON.stringify(key.slice(0, 80))} has a lone ` +
+        'surrogate, which Redis and ZooKeeper would store as U+FFFD, making it one key with others',
+    );
+  }
   if (key.length > MAX_KEY_LENGTH) {
     throw new LockKeyResolutionError(
       `A ${what} must be at most ${MAX_KEY_LENGTH} characters, got ${key.length}`,

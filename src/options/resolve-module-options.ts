@@ -6,6 +6,7 @@ import {
   DEFAULT_TTL,
   DEFAULT_WAIT_TIMEOUT,
 } from '../lock.constants.js';
+import { LONE_SURROGATE } from '../keys/lock-keys.js';
 import { LockOptionsError } from '../lock.errors.js';
 import { MemoryLockSpace } from '../store/memory/memory-space.js';
 import type {
@@ -177,12 +178,14 @@ function resolveKeyPrefix(value: unknown): string {
     typeof prefix !== 'string' ||
     prefix.length === 0 ||
     prefix.length > 256 ||
-    /[{}]/.test(prefix)
+    /[{}]/.test(prefix) ||
+    LONE_SURROGATE.test(prefix)
   ) {
     throw new LockOptionsError(
       'keyPrefix',
       prefix,
-      'a non-empty string of at most 256 characters without "{" or "}" (the library sets hash tags itself)',
+      'a non-empty string of at most 256 characters without "{" or "}" (the library sets hash ' +
+        'tags itself), in well-formed Unicode',
     );
   }
   return prefix;

@@ -210,6 +210,12 @@ describe('bad input gets a clear typed error or documented behaviour, and leaves
       expected: LockKeyResolutionError,
     },
     {
+      // Stored as U+FFFD, it would be one key with "a\uFFFD" (and with every other lone one).
+      input: 'a lone surrogate in the key',
+      run: () => locks().acquire('a\uD800'),
+      expected: LockKeyResolutionError,
+    },
+    {
       input: 'a "{" without "}" (documented: accepted, hashed whole)',
       run: async () => (await held('a{b')).release(),
       expected: { resolves: true },
@@ -218,6 +224,11 @@ describe('bad input gets a clear typed error or documented behaviour, and leaves
     {
       input: 'an unknown placeholder',
       run: () => boot({ redis: server.url }, [withTemplate('o:<userId>')]),
+      expected: LockKeyResolutionError,
+    },
+    {
+      input: 'a lone surrogate in the template',
+      run: () => boot({ redis: server.url }, [withTemplate('o:\uDC00:<orderId>')]),
       expected: LockKeyResolutionError,
     },
     {

@@ -139,7 +139,7 @@ describe('module options: each rule names the option it refuses', () => {
       'at most half the ttl (400 ms), and better far below it; this is its default: set nodeTimeout lower, got 250',
     ],
     ['fair "yes"', { fair: 'yes' }, 'fair', 'expected a boolean, got "yes"'],
-    ...['', '{app}:', 'a}', 'k'.repeat(257), 42].map(
+    ...['', '{app}:', 'a}', 'k'.repeat(257), 42, 'app\uD800:'].map(
       (keyPrefix): [string, unknown, string, string] => [
         `keyPrefix ${JSON.stringify(keyPrefix).slice(0, 20)}`,
         { keyPrefix },
