@@ -49,6 +49,27 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
     await server.stop();
   });
 
+  /**
+   * Runs `test` with an app whose only way to ZooKeeper is a proxy the test can stall or cut,
+   * then closes both and checks that nothing is left in the tree.
+   */
+  async function throughProxy(
+    sessionTimeout: number,
+    test: (app: LockApp, proxy: TcpProxy) => Promise<void>,
+  ): Promise<void> {
+    const proxy = await TcpProxy.start(server.port);
+    const app = await bootLockApp({
+      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout, root },
+    });
+    try {
+      await test(app, proxy);
+    } finally {
+      await app.close();
+      await proxy.stop();
+    }
+    expect(await tree.below(root)).toEqual([]);
+  }
+
   it('a crashed holder’s node goes with its session, and the next holder gets a greater token', async () => {
     const { child, fencingToken } = await holdInProcess(server.address, root, 'crash');
     expect(await other.locks.tryAcquire('crash')).toBeNull();
@@ -81,12 +102,8 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
     expect(await tree.below(root)).toEqual([]);
   });
 
-  it('a holder cut off from ZooKeeper is told its lock is lost before its session expires and another takes it', async () => {
-    const proxy = await TcpProxy.start(server.port);
-    const cutOff = await bootLockApp({
-      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout: 2_000, root },
-    });
-    try {
+  it('a holder cut off from ZooKeeper is told its lock is lost before its session expires and another takes it', () =>
+    throughProxy(2_000, async (cutOff, proxy) => {
       const lock = await cutOff.locks.acquire('cut');
       let lostWhenTaken: boolean | undefined;
       proxy.stall();
@@ -107,19 +124,10 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
       const again: Lock = await cutOff.locks.acquire('cut', { waitTimeout: 10_000 });
       expect(again.fencingToken).toBeGreaterThan(next.fencingToken);
       await again.release();
-    } finally {
-      await cutOff.close();
-      await proxy.stop();
-    }
-    expect(await tree.below(root)).toEqual([]);
-  });
+    }));
 
-  it('a call made as a cut-off client comes back, before it learns its session expired, is served by the next session', async () => {
-    const proxy = await TcpProxy.start(server.port);
-    const cutOff = await bootLockApp({
-      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout: 2_000, root },
-    });
-    try {
+  it('a call made as a cut-off client comes back, before it learns its session expired, is served by the next session', () =>
+    throughProxy(2_000, async (cutOff, proxy) => {
       const lock = await cutOff.locks.acquire('late');
       proxy.stall();
       expect(await aborted(lock)).toBeInstanceOf(LockLostError);
@@ -135,19 +143,10 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
       await expect(checked).resolves.toEqual(expect.any(Boolean));
       expect(await lock.release()).toBe(false);
       await lockAgain.release();
-    } finally {
-      await cutOff.close();
-      await proxy.stop();
-    }
-    expect(await tree.below(root)).toEqual([]);
-  });
+    }));
 
-  it('a node created though the connection dropped before its answer is found by its token, not left to hold the line', async () => {
-    const proxy = await TcpProxy.start(server.port);
-    const app = await bootLockApp({
-      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout: 4_000, root },
-    });
-    try {
+  it('a node created though the connection dropped before its answer is found by its token, not left to hold the line', () =>
+    throughProxy(4_000, async (app, proxy) => {
       await (await app.locks.acquire('lost-answer')).release();
       proxy.holdAnswers();
       const acquiring = app.locks.acquire('lost-answer', { waitTimeout: 10_000 });
@@ -160,19 +159,10 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
       // The same session, the same node: the try after the lost answer found it.
       expect(await tree.below(`${root}/lock:lost-answer`)).toEqual([contender]);
       expect(await lock.release()).toBe(true);
-    } finally {
-      await app.close();
-      await proxy.stop();
-    }
-    expect(await tree.below(root)).toEqual([]);
-  });
+    }));
 
-  it('a release whose answer the dropped connection lost says the lock was released', async () => {
-    const proxy = await TcpProxy.start(server.port);
-    const app = await bootLockApp({
-      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout: 4_000, root },
-    });
-    try {
+  it('a release whose answer the dropped connection lost says the lock was released', () =>
+    throughProxy(4_000, async (app, proxy) => {
       const lock = await app.locks.acquire('lost-release');
       proxy.holdAnswers();
       const releasing = lock.release();
@@ -180,11 +170,7 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
       expect(await tree.below(root)).toEqual([]);
       proxy.cut();
       expect(await releasing).toBe(true);
-    } finally {
-      await app.close();
-      await proxy.stop();
-    }
-  });
+    }));
 
   it('a holder whose validity ran out while the server restarted gives its node back once the server is back, though its session lives on', async () => {
     // A session far longer than the wait below: only the holder's own deletion frees the key.
