@@ -210,7 +210,8 @@ export class KeyQueue {
     head.attempt().then(
       (result) => {
         this.attempting = false;
-        this.unreachable.delete(head);
+        // The store answered: no caller's last word from it is that it could not be reached.
+        this.unreachable.clear();
         if (result.acquired) {
           if (this.remove(head)) head.acquired(result.fencingToken, sentAt);
           else if (!this.handedOver.has(head)) head.abandoned();

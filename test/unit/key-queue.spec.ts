@@ -1,5 +1,6 @@
 import { jest } from '@jest/globals';
 import { KeyQueue, type Waiter } from '../../src/engine/key-queue.js';
+import { LockConnectionError, LockKindError } from '../../src/lock.errors.js';
 import {
   handoverTo,
   QUEUE_LEASE,
@@ -10,7 +11,8 @@ import {
 class ScriptedWaiter implements Waiter {
   readonly events: string[] = [];
   attempts = 0;
-  private replies: ((attempt: AcquireAttempt) => void)[] = [];
+  private replies: { resolve: (attempt: AcquireAttempt) => void; reject: (e: Error) => void }[] =
+    [];
 
   constructor(
     readonly token: string,
@@ -19,14 +21,23 @@ class ScriptedWaiter implements Waiter {
 
   attempt(): Promise<AcquireAttempt> {
     this.attempts++;
-    return new Promise((resolve) => this.replies.push(resolve));
+    return new Promise((resolve, reject) => this.replies.push({ resolve, reject }));
   }
 
   /** Answers the attempt on its way. */
   answer(attempt: AcquireAttempt): void {
+    this.reply().resolve(attempt);
+  }
+
+  /** Fails the attempt on its way. */
+  fail(error: Error): void {
+    this.reply().reject(error);
+  }
+
+  private reply() {
     const reply = this.replies.shift();
     if (!reply) throw new Error(`${this.token} has no attempt on its way`);
-    reply(attempt);
+    return reply;
   }
 
   acquired(fencingToken: number, validFrom: number): void {
@@ -224,5 +235,58 @@ describe('KeyQueue: one key, the callers of one process', () => {
     jest.advanceTimersByTime(1_001);
     expect(a.events).toEqual(['timed out (pttl 4000)']);
     expect(emptied).toBe(1);
+  });
+
+  it('keeps a head whose attempt could not reach the store in line, trying again, and fails it with that error if its deadline comes first', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a', performance.now() + 3_000);
+    const b = new ScriptedWaiter('b');
+    q.add(a);
+    q.add(b);
+    const unreachable = new LockConnectionError('lock:k', 'acquire got no answer');
+    a.fail(unreachable);
+    await settle();
+    expect(a.events).toEqual([]);
+    // It tries again after the fallback delay, not at once, and keeps its place ahead of b.
+    expect(a.attempts).toBe(1);
+    jest.advanceTimersByTime(1_000);
+    expect([a.attempts, b.attempts]).toEqual([2, 0]);
+    a.fail(unreachable);
+    await settle();
+    jest.advanceTimersByTime(2_001);
+    expect(a.events).toEqual([`failed ${String(unreachable)}`]);
+    // Its third try was on its way at the deadline; once it ends, b goes on.
+    expect(a.attempts).toBe(3);
+    a.fail(unreachable);
+    await settle();
+    expect(b.attempts).toBe(1);
+  });
+
+  it('fails a head at once on an error that is not about reaching the store', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a', performance.now() + 3_000);
+    q.add(a);
+    const conflict = new LockKindError('lock:k', 'a semaphore of 2', 'a mutex');
+    a.fail(conflict);
+    await settle();
+    expect(a.events).toEqual([`failed ${String(conflict)}`]);
+  });
+
+  it('times a caller out as a conflict once another attempt got through, though its own last one did not', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a', performance.now() + 3_000);
+    const b = new ScriptedWaiter('b');
+    q.add(a);
+    q.add(b);
+    a.fail(new LockConnectionError('lock:k', 'acquire got no answer'));
+    await settle();
+    // b's turn: it goes first, and the store answers it; a tries again, and is still waiting
+    // for that answer when its deadline comes.
+    q.heardRelease(handoverTo('b'));
+    b.answer(granted(9));
+    await settle();
+    expect(a.attempts).toBe(2);
+    jest.advanceTimersByTime(3_001);
+    expect(a.events).toEqual(['timed out (pttl -1)']);
   });
 });

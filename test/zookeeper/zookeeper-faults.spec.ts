@@ -2,10 +2,10 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { LockLostError, type Lock } from '../../src/index.js';
+import { LockLostError, type Lock, type LockModuleOptions } from '../../src/index.js';
 import { aborted, bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
-import { ZooKeeperServer } from '../support/zookeeper-server.js';
+import { fourLetters, ZooKeeperServer } from '../support/zookeeper-server.js';
 import { ZooKeeperTree } from '../support/zookeeper-tree.js';
 
 const ZOOKEEPER_PROCESS = fileURLToPath(
@@ -56,9 +56,11 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
   async function throughProxy(
     sessionTimeout: number,
     test: (app: LockApp, proxy: TcpProxy) => Promise<void>,
+    options: Omit<LockModuleOptions, 'zookeeper'> = {},
   ): Promise<void> {
     const proxy = await TcpProxy.start(server.port);
     const app = await bootLockApp({
+      ...options,
       zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, sessionTimeout, root },
     });
     try {
@@ -171,6 +173,34 @@ describe('ZooKeeper backend: crashes, pauses and expired sessions', () => {
       proxy.cut();
       expect(await releasing).toBe(true);
     }));
+
+  it('the attempts of a waiter that pile up while its session is lost leave one node between them', () =>
+    throughProxy(
+      2_000,
+      async (app, proxy) => {
+        const held = await other.locks.acquire('overlap');
+        const waiting = app.locks.acquire('overlap', { waitTimeout: 20_000 });
+        // In line, and watching the holder's node: its first attempt is over.
+        const [holderNode] = await tree.children(`${root}/lock:overlap`);
+        while (!(await fourLetters(server.port, 'wchp')).includes(holderNode)) await sleep(20);
+        await sleep(100);
+        proxy.stall();
+        // The server expires the waiter's session; its re-checks, each given up after 300 ms,
+        // wait meanwhile for the connection (a few, about a second apart).
+        while ((await tree.children(`${root}/lock:overlap`)).length > 1) await sleep(50);
+        await sleep(2_000);
+        proxy.resume();
+        // Each of them learns that the session expired, and lines the waiter up again.
+        while ((await tree.children(`${root}/lock:overlap`)).length < 2) await sleep(20);
+        await sleep(500);
+        expect(await tree.children(`${root}/lock:overlap`)).toHaveLength(2);
+        await held.release();
+        const lock = await waiting;
+        expect(await tree.children(`${root}/lock:overlap`)).toHaveLength(1);
+        expect(await lock.release()).toBe(true);
+      },
+      { commandTimeout: 300 },
+    ));
 
   it('a holder whose validity ran out while the server restarted gives its node back once the server is back, though its session lives on', async () => {
     // A session far longer than the wait below: only the holder's own deletion frees the key.

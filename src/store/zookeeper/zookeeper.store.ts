@@ -255,10 +255,17 @@ export class ZooKeeperLockStore implements LockStore {
     }
   }
 
+  /**
+   * One attempt of a token at a time: one that timed out may still be running (its calls wait
+   * for a connection) when its caller tries again, and two beside each other could each create
+   * a node, one of which nobody would delete. The next starts when the last has settled, so
+   * that every call it makes is sent after its caller's request.
+   */
   private attempt(key: string, token: string, queue: boolean): Promise<AcquireAttempt> {
-    const running = this.retried(() =>
-      this.attemptOnce(key, token, queue, this.contenders.get(token)),
-    );
+    const run = () =>
+      this.retried(() => this.attemptOnce(key, token, queue, this.contenders.get(token)));
+    const before = this.attempts.get(token);
+    const running = before ? before.then(run, run) : run();
     this.attempts.set(token, running);
     const settled = () => {
       if (this.attempts.get(token) === running) this.attempts.delete(token);
