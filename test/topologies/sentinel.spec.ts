@@ -58,6 +58,25 @@ describe('behind Sentinel', () => {
       await lock.release();
     });
 
+    it('lets a caller that waits in line when the master dies wait through the failover, and take the lock after it', async () => {
+      const [holder, waiter] = [await boot(), await boot()];
+      const held = await holder.locks.acquire('invoice:9', { ttl: 2_000 });
+      const waiting = waiter.locks.acquire('invoice:9', { waitTimeout: 30_000 });
+      const queue = sideKeyOf(held.key, 'queue');
+      while ((await onServer(sentinel.masterPort, (server) => server.zcard(queue))) < 1) {
+        await sleep(20);
+      }
+      await sentinel.killMaster();
+      await sentinel.waitForFailover();
+      // The holder kept its lock if a renewal reached the new master before the replicated
+      // key expired, or was told it lost it; either way it lets go now. The waiter's re-checks
+      // met a dead master meanwhile: it waited on instead of failing.
+      await held.release();
+      const lock = await waiting;
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+      await lock.release();
+    });
+
     it('keeps a lock the replica acknowledged (waitForReplicas): nobody else gets in after the failover', async () => {
       const holder = await boot({ waitForReplicas: { replicas: 1, timeout: 300 } });
       const other = await boot();
