@@ -21,6 +21,17 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   let tree: ZooKeeperTree;
   /** Three processes' worth of lock services, each with its own ZooKeeper session. */
   let apps: LockApp[];
+  /**
+   * A store of its own, without an engine, to hear its notices: the engine's fallback re-check
+   * would hide a waiter that is never woken.
+   */
+  const bareStore = () =>
+    new ZooKeeperLockStore({
+      connectionString: server.address,
+      sessionTimeout: 4_000,
+      root,
+      commandTimeout: 5_000,
+    });
   /** How many contenders stand in the line of lock key `name` (prefix included). */
   const lineLength = async (name: string) => (await tree.children(`${root}/lock:${name}`)).length;
 
@@ -101,14 +112,7 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   });
 
   it('wakes a semaphore’s waiter when a permit ahead of it goes, not only its predecessor', async () => {
-    // The store itself, to hear its notices: the engine's fallback re-check would hide a
-    // waiter that is never woken.
-    const store = new ZooKeeperLockStore({
-      connectionString: server.address,
-      sessionTimeout: 4_000,
-      root,
-      commandTimeout: 5_000,
-    });
+    const store = bareStore();
     const token = () => newToken(tagOf(kindOf({ limit: 2 })));
     const [first, second, waiter] = [token(), token(), token()];
     const heard: string[] = [];
@@ -167,12 +171,7 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   });
 
   it('wakes a reader when the writer before it goes, though a reader waits between them', async () => {
-    const store = new ZooKeeperLockStore({
-      connectionString: server.address,
-      sessionTimeout: 4_000,
-      root,
-      commandTimeout: 5_000,
-    });
+    const store = bareStore();
     const writer = newToken(tagOf({ type: 'write' }));
     const readers = [newToken(tagOf({ type: 'read' })), newToken(tagOf({ type: 'read' }))];
     const heard: string[] = [];
