@@ -11,7 +11,7 @@
  * --redlock runs the RedLock mode instead: the checker starts --masters N redis-servers
  * (default 5) and stops them at the end, the workers use them with --node-timeout MS (default
  * 100), and the faults are kill, stop and restarts of a minority and of a majority of them.
- * --kind semaphore:N or --kind rw (single Redis only) runs the workers on a semaphore of N
+ * --kind semaphore:N or --kind rw (one Redis, or ZooKeeper) runs the workers on a semaphore of N
  * permits or a read-write lock instead of a mutex, checked for never more than N inside, or a
  * writer with anyone.
  * --callers N runs N callers in each worker process (default 1), so that a release often hands

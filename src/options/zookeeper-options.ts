@@ -101,14 +101,4 @@ export function rejectOnZooKeeper(options: ResolvedAcquireOptions, where?: strin
   if (!options.watchdog) {
     throw new LockOptionsError('watchdog', false, WATCHDOG_ON_ZOOKEEPER, where);
   }
-  for (const name of ['limit', 'mode'] as const) {
-    if (options[name] !== undefined) {
-      throw new LockOptionsError(
-        name,
-        options[name],
-        'nothing with zookeeper: semaphores and read-write locks need one Redis or the memory store',
-        where,
-      );
-    }
-  }
 }

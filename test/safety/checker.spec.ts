@@ -16,7 +16,8 @@ import {
  * ones die, short-TTL ones wait longer than their TTL; and with three callers per worker, the
  * handover to a caller of the releaser's own process meets the faults. And over ZooKeeper: a holder killed,
  * paused, cut off until its session expires, and the server restarted under one; and on a
- * ZooKeeper ensemble, a holder's follower cut off from the leader while it still serves. The
+ * ZooKeeper ensemble, a holder's follower cut off from the leader while it still serves; and a
+ * semaphore and a read-write lock on ZooKeeper under the standalone server's faults. The
  * full-size runs are `npm run safety`, `npm run safety -- --redlock`,
  * `npm run safety -- --zookeeper` and `npm run safety -- --zookeeper --ensemble`.
  * Needs the built library (`npm run build`).
@@ -254,6 +255,38 @@ describe('the multi-process safety checker (small size)', () => {
       await server.stop();
     }
   }, 120_000);
+
+  it.each([
+    ['a semaphore of 3 permits', { limit: 3 }],
+    ['a read-write lock', 'rw'],
+  ] as const)(
+    'keeps %s within its bounds over ZooKeeper through kill, stop, a server restart and an expired session',
+    async (_, kind) => {
+      const server = await ZooKeeperServer.start();
+      try {
+        const result = await run({
+          zookeeper: { server },
+          kind,
+          faults: ['kill', 'stop', 'restart', 'expire'],
+        });
+
+        expect(result.violations).toEqual([]);
+        expect(result.faultsByKind).toEqual({ kill: 1, stop: 1, restart: 1, expire: 1 });
+        expect(result.lostUpdates).toBe(0);
+        expect(result.counter).toBe(result.acceptedWrites);
+        expect(result.acceptedWrites).toBeGreaterThan(0);
+        expect(result.mostInside).toBeGreaterThan(1);
+        expect(result.explainedOverlaps + result.toldOverlaps).toBe(result.overlaps);
+        if (kind === 'rw') {
+          expect(result.staleWritesAccepted).toBe(0);
+          expect(result.tokensOutOfOrder).toBe(0);
+        }
+      } finally {
+        await server.stop();
+      }
+    },
+    120_000,
+  );
 
   it('keeps them on a ZooKeeper ensemble when a holder’s follower is cut off from the leader', async () => {
     const ensemble = await ZooKeeperEnsemble.start(3, {

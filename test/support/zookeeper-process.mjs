@@ -2,8 +2,8 @@
  * A separate process with a lock service of its own (its own ZooKeeper session), for tests that
  * crash a holder or boot without the ZooKeeper client package. What it does, by its argument:
  *
- * - `hold`: acquires ZK_KEY (waiting as long as it takes), reports `{ acquired: fencingToken }`
- *   and holds the lock until it is killed;
+ * - `hold`: acquires ZK_KEY (waiting as long as it takes; a permit of a semaphore of ZK_LIMIT
+ *   when that is set), reports `{ acquired: fencingToken }` and holds it until it is killed;
  * - `boot`: boots with `{ zookeeper: ZK_CONNECT }`, or with `{ redis: ZK_REDIS_URL }` when that
  *   is set, and reports `{ booted: true }` or `{ error: 'Name: message' }`, then exits.
  *
@@ -42,9 +42,10 @@ try {
     await app.close();
     process.disconnect?.();
   } else {
-    const lock = await app
-      .get(LockService)
-      .acquire(env.ZK_KEY ?? 'held', { waitTimeout: Infinity });
+    const lock = await app.get(LockService).acquire(env.ZK_KEY ?? 'held', {
+      waitTimeout: Infinity,
+      ...(env.ZK_LIMIT ? { limit: Number(env.ZK_LIMIT) } : {}),
+    });
     process.send?.({ acquired: lock.fencingToken });
   }
 } catch (error) {

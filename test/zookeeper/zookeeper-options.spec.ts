@@ -113,16 +113,12 @@ describe('ZooKeeper backend: what it refuses at the call, the decorator, the cli
     await server.stop();
   });
 
-  it('refuses holdFor, watchdog: false, limit, mode and a ttl the session cannot vouch for, naming the option', async () => {
+  it('refuses holdFor, watchdog: false and a ttl the session cannot vouch for, naming the option', async () => {
     await expect(app.locks.acquire('k', { holdFor: 1_000 })).rejects.toMatchObject({
       option: 'holdFor',
     });
     await expect(app.locks.tryAcquire('k', { watchdog: false })).rejects.toMatchObject({
       option: 'watchdog',
-    });
-    await expect(app.locks.acquire('k', { limit: 3 })).rejects.toMatchObject({ option: 'limit' });
-    await expect(app.locks.using('k', () => 1, { mode: 'read' })).rejects.toMatchObject({
-      option: 'mode',
     });
     await expect(app.locks.acquire('k', { ttl: 2_001 })).rejects.toMatchObject({
       option: 'ttl',

@@ -8,7 +8,9 @@ import {
   type ReleaseOutcome,
   type RenewalEntry,
 } from '../lock-store.interface.js';
+import { kindConflict, kindOfToken } from '../lock-kind.js';
 import { timedCommand, type TimedCommand } from '../redis/timed-command.js';
+import { standing } from './zookeeper-kinds.js';
 import { contenderPrefix, inLine, lockPath } from './zookeeper-paths.js';
 import {
   codeOf,
@@ -48,6 +50,8 @@ interface Contender {
   /** The session that created the node: the node goes when it ends. */
   session: number;
   fencingToken?: number;
+  /** A semaphore's waiter: which watch of the line is its own (see `watchLine`), if any. */
+  lineWatch?: number;
   /** The caller left (released or gave up): its node goes as soon as the attempt ends. */
   departed: boolean;
   /** Called when the node the contender watches (its predecessor) goes. */
@@ -80,7 +84,9 @@ const EMPTY = Buffer.alloc(0);
  * crashed process's nodes go with its session. The session is the lease: a lock's validity
  * counts from the last answer the server gave this session, for at most two thirds of the
  * session timeout. The fencing token is the node's creation zxid, which grows across the
- * ensemble.
+ * ensemble. Semaphores and read-write locks stand in the same line, each node's kind named by
+ * its token (see `standing`): a reader waits for the nearest writer before it, a semaphore's
+ * waiter for any change of the line.
  */
 export class ZooKeeperLockStore implements LockStore {
   private readonly session: ZooKeeperSession;
@@ -94,6 +100,8 @@ export class ZooKeeperLockStore implements LockStore {
   private readonly emptied = new Set<string>();
   /** Deletions to try again. */
   private readonly retries = new Set<NodeJS.Timeout>();
+  /** How many watches of a line semaphores' waiters have set (see `watchLine`). */
+  private lineWatches = 0;
 
   constructor(private readonly options: ZooKeeperLockStoreOptions) {
     this.command = timedCommand(options.commandTimeout, 'ZooKeeper');
@@ -302,7 +310,7 @@ export class ZooKeeperLockStore implements LockStore {
       contender = undefined;
     }
     if (!contender) {
-      if (!queue && (await this.children(parent)).length > 0) return NOT_ACQUIRED;
+      if (!queue && !this.wouldHold(key, token, await this.children(parent))) return NOT_ACQUIRED;
       contender = this.enter(key, parent, token);
       await this.createNode(contender, token);
     } else if (contender.name === undefined) {
@@ -315,6 +323,17 @@ export class ZooKeeperLockStore implements LockStore {
       else await this.createNode(contender, token);
     }
     return this.lookUp(contender, token, queue);
+  }
+
+  /**
+   * Whether a newcomer with `token` would hold, behind the nodes in `children` (a `tryAcquire`
+   * creates no node otherwise).
+   * @throws LockKindError when they are of another kind
+   */
+  private wouldHold(key: string, token: string, children: string[]): boolean {
+    const where = standing(children, children.length, kindOfToken(token));
+    if ('conflict' in where) throw kindConflict(key, token, where.conflict);
+    return where.holds;
   }
 
   private enter(key: string, parent: string, token: string): Contender {
@@ -358,7 +377,11 @@ export class ZooKeeperLockStore implements LockStore {
     }
   }
 
-  /** Where the contender stands: first (it holds the lock), or behind a node it now watches. */
+  /**
+   * Where the contender stands (see `standing`): it holds, or it waits, watching what must change
+   * before it may hold, or its line holds another kind of lock (it leaves, refused).
+   * @throws LockKindError when a node of another kind is ahead of its own
+   */
   private async lookUp(
     contender: Contender,
     token: string,
@@ -378,12 +401,24 @@ export class ZooKeeperLockStore implements LockStore {
         this.contenders.delete(token);
         return NOT_ACQUIRED;
       }
-      if (place === 0) return { acquired: true, fencingToken: contender.fencingToken };
+      const where = standing(line, place, kindOfToken(token));
+      if ('conflict' in where) {
+        // Should the deletion fail, it is retried in the background (see `leave`).
+        await this.leave(contender, token).catch(() => undefined);
+        throw kindConflict(contender.key, token, where.conflict);
+      }
+      if (where.holds) {
+        return { acquired: true, fencingToken: contender.fencingToken };
+      }
       if (!queue) {
         await this.leave(contender, token);
         return NOT_ACQUIRED;
       }
-      if (await this.watch(`${contender.parent}/${line[place - 1]}`, contender.wake)) {
+      if (where.behind !== undefined) {
+        if (await this.watch(`${contender.parent}/${where.behind}`, contender.wake)) {
+          return NOT_ACQUIRED;
+        }
+      } else if (contender.lineWatch !== undefined || (await this.watchLine(contender, token))) {
         return NOT_ACQUIRED;
       }
     }
@@ -523,6 +558,45 @@ export class ZooKeeperLockStore implements LockStore {
       if (codeOf(error) === ZK_NO_NODE) return false;
       throw error;
     }
+  }
+
+  /**
+   * Watches the line of a semaphore's waiter for any change until it may hold (a departure
+   * anywhere ahead of it may let it in, not only its predecessor's), and only then wakes it:
+   * every waiter of the key is told of every change (a herd), but looks at it here, as the
+   * engine lets one waiter of a process try at a time, and a waiter woken in vain would hold
+   * up those of its process behind it. `false` when it may hold already, or its node is gone:
+   * look again.
+   */
+  private async watchLine(contender: Contender, token: string): Promise<boolean> {
+    const id = ++this.lineWatches;
+    contender.lineWatch = id;
+    const changed = () => {
+      if (contender.lineWatch !== id || this.contenders.get(token) !== contender) return;
+      contender.lineWatch = undefined;
+      if (contender.departed) return;
+      this.watchLine(contender, token).then(
+        (waits) => waits || contender.wake(),
+        // Its attempt will meet the error, or set the watch again.
+        () => contender.wake(),
+      );
+    };
+    try {
+      const children = await this.session.call<string[]>((client, done) =>
+        client.getChildren(contender.parent, changed, done),
+      );
+      const line = inLine(children);
+      const place = line.indexOf(contender.name ?? '');
+      const where = place < 0 ? undefined : standing(line, place, kindOfToken(token));
+      if (where && 'holds' in where && !where.holds) return true;
+    } catch (error) {
+      if (contender.lineWatch === id) contender.lineWatch = undefined;
+      if (codeOf(error) !== ZK_NO_NODE) throw error;
+      return false;
+    }
+    // Its watch outlives the wait: it finds itself stale when it fires.
+    if (contender.lineWatch === id) contender.lineWatch = undefined;
+    return false;
   }
 
   private async children(path: string): Promise<string[]> {

@@ -174,7 +174,7 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  *   pub/sub traffic (drawn between the two for each fault; default 1–3 s)
  * @property {(line: string) => void} [log] progress lines
  * @property {{ limit: number } | 'rw'} [kind] a semaphore of `limit` permits, or a read-write
- *   lock (one section in three a writer), instead of a mutex; single Redis only
+ *   lock (one section in three a writer), instead of a mutex; not with RedLock
  * @property {number} [callers] callers per worker process (default 1), each running sections
  *   of its own: with several, a release hands the lock straight to the next caller of its own
  *   process (the same-process handover), which the faults then meet too. Not with `kill-waiter`,
@@ -322,8 +322,8 @@ export class SafetyChecker {
     if (this.callers > 1 && this.faultPlan.includes('kill-waiter')) {
       throw new Error('SafetyChecker: kill-waiter needs one caller per worker');
     }
-    if (options.kind && (options.redlock || options.zookeeper)) {
-      throw new Error('SafetyChecker: only one Redis has semaphores and read-write locks');
+    if (options.kind && options.redlock) {
+      throw new Error('SafetyChecker: RedLock has no semaphores and read-write locks');
     }
     /** The semaphore's limit, 1 for a mutex or a read-write lock. */
     this.limit = options.kind && options.kind !== 'rw' ? options.kind.limit : 1;
@@ -1015,7 +1015,7 @@ export class SafetyChecker {
     const exclusive =
       this.kind === 'mutex' || this.section(worker.id, fault.token)?.share === 'write';
     const bound = this.zookeeper
-      ? await this.nodeLastSeen(fault, lockToken)
+      ? await this.nodeLastSeen(fault, lockToken, exclusive)
       : // A read-write lock's key holds its kind's marker, not a writer's token.
         await this.keyExpiry(fault, this.kind === 'mutex' ? lockToken : undefined, exclusive);
     const replacement = this.spawnWorker().catch((/** @type {unknown} */ error) => {
@@ -1070,14 +1070,16 @@ export class SafetyChecker {
   /**
    * ZooKeeper: the killed holder's node outlives it until its session expires. Polls the tree
    * from right after the kill until the node is gone: nobody may acquire before a probe that
-   * still found it was sent.
+   * still found it was sent. A victim that did not hold the key alone leaves no bound, as in
+   * {@link keyExpiry}.
    * @param {Fault} fault
    * @param {string | undefined} lockToken
+   * @param {boolean} exclusive
    * @returns {Promise<{ notBefore: number, what: string } | undefined>}
    */
-  async nodeLastSeen(fault, lockToken) {
+  async nodeLastSeen(fault, lockToken, exclusive) {
     const probe = this.probe;
-    if (!probe || !lockToken) return undefined;
+    if (!probe || !lockToken || !exclusive) return undefined;
     let lastSeenAt = 0;
     await this.pollUntil(async () => {
       const sentAt = Date.now();
@@ -1124,10 +1126,7 @@ export class SafetyChecker {
     const section = this.section(worker.id, fault.token);
     /** @type {Promise<void> | undefined} */
     let stillServing;
-    const next = () =>
-      this.sectionList.find(
-        (s) => section && s.acquiredSeq > section.acquiredSeq && s.worker !== worker.id,
-      );
+    const next = () => (section ? this.nextExcluded(section) : undefined);
     await this.cutOff(
       fault,
       worker,
@@ -1149,6 +1148,36 @@ export class SafetyChecker {
           },
         },
     );
+  }
+
+  /**
+   * The first section of another worker acquired after `victim`'s that its hold, had it lasted,
+   * would have kept out: any under a mutex; under a read-write lock, one where either is a
+   * writer; under a semaphore, one that reached the resource while `limit` others (the victim
+   * among them) were at it.
+   * @param {Section} victim
+   */
+  nextExcluded(victim) {
+    return this.sectionList.find((s) => {
+      if (s.acquiredSeq <= victim.acquiredSeq || s.worker === victim.worker) return false;
+      if (this.kind === 'rw') return victim.share === 'write' || s.share === 'write';
+      if (this.kind === 'mutex') return true;
+      // Who was inside is read from the resource's intervals, as in the analysis (a release is
+      // reported after the next holder may have come in). A killed holder's interval never
+      // ends, and one told of its loss holds nothing: neither counts, but the victim, whose
+      // hold is in question.
+      const at = s.readSeq;
+      if (at === undefined) return false;
+      const inside = this.sectionList.filter(
+        (o) =>
+          o !== s &&
+          o.readSeq !== undefined &&
+          o.readSeq < at &&
+          (o.writeSeq ?? o.releasedSeq ?? Infinity) > at &&
+          (o === victim || (o.fault !== 'kill' && (o.lostSeq === undefined || o.lostSeq > at))),
+      );
+      return inside.length >= this.limit;
+    });
   }
 
   /**
@@ -1413,9 +1442,7 @@ export class SafetyChecker {
     if (!newerWrote()) fault.problems.push('no newer holder wrote within 20 s');
     // Whether the holder heard of its loss before anybody else had the lock, or only after:
     // the latter is RedLock's known window (a majority forgot), closed by the fencing token.
-    const next = this.sectionList.find(
-      (s) => s.acquiredSeq > section.acquiredSeq && s.worker !== worker.id,
-    );
+    const next = this.nextExcluded(section);
     if (next) {
       fault.facts.nextAcquiredMs = next.acquiredAt - deadAt;
       fault.facts.toldBeforeNext =
@@ -1430,7 +1457,10 @@ export class SafetyChecker {
     fault.facts.outcome = section.outcome;
     fault.facts.signalAbortedAtWrite = section.signalAbortedAtWrite;
     fault.facts.staleWriteRefused = section.writeSeq !== undefined && !section.writeAccepted;
-    if (section.writeAccepted) fault.problems.push("the holder's stale write was accepted");
+    // No fencing token tells a stale permit from a current one (see FencedCounter).
+    if (section.writeAccepted && this.kind !== 'semaphore') {
+      fault.problems.push("the holder's stale write was accepted");
+    }
     if (section.outcome !== 'LockLostError') {
       fault.problems.push(`the holder's using() ended with ${section.outcome}, not LockLostError`);
     }

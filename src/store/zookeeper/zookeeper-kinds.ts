@@ -1,0 +1,56 @@
+import { kindOfToken, markerOf, type LockKind } from '../lock-kind.js';
+
+/*
+ * Where a contender stands in a lock's line, for each kind of lock. Every contender of a key
+ * has a node in one line, named after its token, which begins with its kind's tag: so a node's
+ * name tells its kind, and the line alone tells who holds.
+ *
+ *   mutex, writer   holds when first; waits for the node just before its own
+ *   reader          holds when no writer's node comes before its own; waits for the nearest one
+ *   semaphore (N)   holds when fewer than N nodes come before its own; waits for any change of
+ *                   the line (a departure anywhere ahead may let it in, not only its
+ *                   predecessor's)
+ *
+ * A contender that finds a node of another kind ahead of it (a mutex, a read-write lock, or a
+ * semaphore of another limit) is refused (`LockKindError`) and leaves. A node of another kind
+ * behind it is that node's own mistake: it will find this one ahead and leave. So whoever holds
+ * at any moment is of one kind: a contender holds only while every node before its own was of
+ * its kind when it looked, and nodes only ever leave the part of the line before a node.
+ */
+
+/** What a contender's place in line tells. */
+export type Standing =
+  | { holds: true }
+  /** It waits: for the deletion of the node `behind`, or for any change of the line. */
+  | { holds: false; behind?: string }
+  /** A node before its own is of another kind: `heldAs` for `kindConflict`. */
+  | { conflict: string };
+
+/** The kinds that may share a line: a mutex, the readers and writers of one read-write lock, a semaphore's permits (each limit apart). */
+function familyOf(kind: LockKind): string {
+  return kind.type === 'mutex' ? 'mutex' : markerOf(kind);
+}
+
+/**
+ * Where the contender of `kind` at `place` in `line` (names first come first) stands; `place`
+ * may be the line's length, to ask whether a newcomer would hold.
+ */
+export function standing(line: readonly string[], place: number, kind: LockKind): Standing {
+  const family = familyOf(kind);
+  let writer = -1;
+  for (let i = 0; i < place; i++) {
+    const ahead = kindOfToken(line[i]);
+    if (familyOf(ahead) !== family) {
+      return { conflict: ahead.type === 'mutex' ? line[i] : markerOf(ahead) };
+    }
+    if (ahead.type === 'write') writer = i;
+  }
+  switch (kind.type) {
+    case 'semaphore':
+      return place < kind.limit ? { holds: true } : { holds: false };
+    case 'read':
+      return writer < 0 ? { holds: true } : { holds: false, behind: line[writer] };
+    default:
+      return place === 0 ? { holds: true } : { holds: false, behind: line[place - 1] };
+  }
+}

@@ -1,0 +1,346 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { LockKindError, type Lock } from '../../src/index.js';
+import { newToken } from '../../src/engine/token.js';
+import { kindOf, tagOf } from '../../src/store/lock-kind.js';
+import { ZooKeeperLockStore } from '../../src/store/zookeeper/zookeeper.store.js';
+import { until } from '../support/backends.js';
+import { bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+import { ZooKeeperServer } from '../support/zookeeper-server.js';
+import { ZooKeeperTree } from '../support/zookeeper-tree.js';
+
+const ZOOKEEPER_PROCESS = fileURLToPath(
+  new URL('../support/zookeeper-process.mjs', import.meta.url),
+);
+
+describe('ZooKeeper backend: semaphores and read-write locks', () => {
+  const root = `/kinds-${randomBytes(4).toString('hex')}`;
+  let server: ZooKeeperServer;
+  let tree: ZooKeeperTree;
+  /** Three processes' worth of lock services, each with its own ZooKeeper session. */
+  let apps: LockApp[];
+  /**
+   * A store of its own, without an engine, to hear its notices: the engine's fallback re-check
+   * would hide a waiter that is never woken.
+   */
+  const bareStore = () =>
+    new ZooKeeperLockStore({
+      connectionString: server.address,
+      sessionTimeout: 4_000,
+      root,
+      commandTimeout: 5_000,
+    });
+  /** How many contenders stand in the line of lock key `name` (prefix included). */
+  const lineLength = async (name: string) => (await tree.children(`${root}/lock:${name}`)).length;
+
+  beforeAll(async () => {
+    server = await ZooKeeperServer.start();
+    tree = await ZooKeeperTree.connect(server.address);
+    apps = await Promise.all(
+      [1, 2, 3].map(() =>
+        bootLockApp({
+          zookeeper: { connectionString: server.address, sessionTimeout: 4_000, root },
+          waitTimeout: 60_000,
+        }),
+      ),
+    );
+  });
+
+  afterEach(async () => {
+    // Every test releases what it took: nothing may be left in the tree.
+    expect(await tree.below(root)).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    tree.close();
+    await server.stop();
+  });
+
+  it('never lets more than `limit` callers of three sessions in at once, and lets that many in', async () => {
+    const limit = 4;
+    let inside = 0;
+    let most = 0;
+    const fences: number[] = [];
+    await Promise.all(
+      Array.from({ length: 48 }, (_, i) =>
+        apps[i % apps.length].locks.using(
+          'api',
+          async (lock) => {
+            fences.push(lock.fencingToken);
+            most = Math.max(most, ++inside);
+            await sleep(2 + Math.random() * 8);
+            inside--;
+          },
+          { limit },
+        ),
+      ),
+    );
+    expect(most).toBe(limit);
+    // Each permit is a node of its own, and its creation zxid the permit's fencing token.
+    expect(new Set(fences).size).toBe(48);
+  });
+
+  it('serves a semaphore’s waiters of every session in the order they came', async () => {
+    const held = await Promise.all([
+      apps[0].locks.acquire('fifo', { limit: 2 }),
+      apps[0].locks.acquire('fifo', { limit: 2 }),
+    ]);
+    const entered: number[] = [];
+    const waits: Promise<Lock>[] = [];
+    for (const i of [1, 2, 0]) {
+      const index = waits.length;
+      waits.push(
+        apps[i].locks.acquire('fifo', { limit: 2 }).then((lock) => {
+          entered.push(index);
+          return lock;
+        }),
+      );
+      await until(async () => (await lineLength('fifo')) > 2 + index);
+    }
+    // The oldest permit goes back each time: not the node just before the next waiter's.
+    const permits = [...held];
+    for (let next = 0; next < waits.length; next++) {
+      await permits.shift()!.release();
+      permits.push(await waits[next]);
+      await sleep(20);
+      expect(entered).toEqual(Array.from({ length: next + 1 }, (_, i) => i));
+    }
+    for (const lock of permits) await lock.release();
+  });
+
+  it('wakes a semaphore’s waiter when a permit ahead of it goes, not only its predecessor', async () => {
+    const store = bareStore();
+    const token = () => newToken(tagOf(kindOf({ limit: 2 })));
+    const [first, second, waiter] = [token(), token(), token()];
+    const heard: string[] = [];
+    const unsubscribe = await store.subscribe('permits', (message) => heard.push(message));
+    expect(await store.acquire('permits', first, 1_000, true, () => true)).toMatchObject({
+      acquired: true,
+    });
+    expect(await store.acquire('permits', second, 1_000, true, () => true)).toMatchObject({
+      acquired: true,
+    });
+    expect(await store.acquire('permits', waiter, 1_000, true, () => true)).toMatchObject({
+      acquired: false,
+    });
+    await store.release('permits', first);
+    await until(async () => heard.includes(`turn:${waiter}`));
+    expect(await store.acquire('permits', waiter, 1_000, true, () => true)).toMatchObject({
+      acquired: true,
+    });
+    unsubscribe();
+    await store.release('permits', second);
+    await store.release('permits', waiter);
+    await store.close();
+  });
+
+  it('lets readers of three sessions overlap, and never a writer with anyone', async () => {
+    let readers = 0;
+    let writers = 0;
+    let mostReaders = 0;
+    const clashes: string[] = [];
+    const fences: number[] = [];
+    await Promise.all(
+      Array.from({ length: 48 }, (_, i) => {
+        const mode = i % 4 === 0 ? 'write' : 'read';
+        return apps[i % apps.length].locks.using(
+          'report',
+          async (lock) => {
+            fences.push(lock.fencingToken);
+            if (mode === 'write') {
+              if (readers > 0 || writers > 0) clashes.push(`writer ${i} with ${readers} readers`);
+              writers++;
+            } else {
+              if (writers > 0) clashes.push(`reader ${i} with a writer`);
+              mostReaders = Math.max(mostReaders, ++readers);
+            }
+            await sleep(2 + Math.random() * 8);
+            if (mode === 'write') writers--;
+            else readers--;
+          },
+          { mode },
+        );
+      }),
+    );
+    expect(clashes).toEqual([]);
+    expect(mostReaders).toBeGreaterThan(1);
+    expect(new Set(fences).size).toBe(48);
+  });
+
+  it('wakes a reader when the writer before it goes, though a reader waits between them', async () => {
+    const store = bareStore();
+    const writer = newToken(tagOf({ type: 'write' }));
+    const readers = [newToken(tagOf({ type: 'read' })), newToken(tagOf({ type: 'read' }))];
+    const heard: string[] = [];
+    const unsubscribe = await store.subscribe('shares', (message) => heard.push(message));
+    expect(await store.acquire('shares', writer, 1_000, true, () => true)).toMatchObject({
+      acquired: true,
+    });
+    for (const reader of readers) {
+      expect(await store.acquire('shares', reader, 1_000, true, () => true)).toMatchObject({
+        acquired: false,
+      });
+    }
+    await store.release('shares', writer);
+    // The second reader watches the writer, not the reader just before it.
+    await until(async () => heard.includes(`turn:${readers[1]}`));
+    for (const reader of [...readers].reverse()) {
+      expect(await store.acquire('shares', reader, 1_000, true, () => true)).toMatchObject({
+        acquired: true,
+      });
+    }
+    unsubscribe();
+    for (const reader of readers) await store.release('shares', reader);
+    await store.close();
+  });
+
+  it('lets a writer in before any reader that came after it, however many keep coming', async () => {
+    let launched = 0;
+    let stop = false;
+    let writerIn = false;
+    const cutIn: number[] = [];
+    const readers: Promise<void>[] = [];
+    let queuedAt = Infinity;
+    const stream = (async () => {
+      while (!stop) {
+        const index = launched++;
+        readers.push(
+          apps[1 + (index % 2)].locks.using(
+            'busy',
+            async () => {
+              if (!writerIn && index >= queuedAt) cutIn.push(index);
+              await sleep(30);
+            },
+            { mode: 'read' },
+          ),
+        );
+        await sleep(5);
+      }
+    })();
+    // Readers overlap without a gap: a writer that waited for none to be inside would starve.
+    await until(async () => launched >= 20);
+    const writer = apps[0].locks.using(
+      'busy',
+      () => {
+        writerIn = true;
+      },
+      { mode: 'write' },
+    );
+    await until(async () =>
+      (await tree.children(`${root}/lock:busy`)).some((name) => name.startsWith('w.')),
+    );
+    queuedAt = launched;
+    await writer;
+    const launchedWhileWaiting = launched - queuedAt;
+    stop = true;
+    await stream;
+    await Promise.all(readers);
+    expect(cutIn).toEqual([]);
+    expect(launchedWhileWaiting).toBeGreaterThan(0);
+  });
+
+  it('serves readers and writers of every session in the order they came', async () => {
+    const held = await apps[0].locks.acquire('order', { mode: 'write' });
+    const entered: string[] = [];
+    const waits: Promise<Lock>[] = [];
+    const callers: [number, 'read' | 'write'][] = [
+      [1, 'read'],
+      [2, 'write'],
+      [0, 'read'],
+      [1, 'read'],
+    ];
+    for (const [app, mode] of callers) {
+      const name = `${mode}${waits.length}`;
+      const before = await lineLength('order');
+      waits.push(
+        apps[app].locks.acquire('order', { mode }).then((lock) => {
+          entered.push(name);
+          return lock;
+        }),
+      );
+      // The last caller queues in its process behind the first, of its own instance.
+      if (waits.length < 4) await until(async () => (await lineLength('order')) > before);
+      else await sleep(50);
+    }
+    await held.release();
+    const firstReader = await waits[0];
+    await sleep(50);
+    expect(entered).toEqual(['read0']);
+    await firstReader.release();
+    const writer = await waits[1];
+    await sleep(50);
+    expect(entered).toEqual(['read0', 'write1']);
+    await writer.release();
+    const lastReaders = await Promise.all(waits.slice(2));
+    expect(entered.slice(2).sort()).toEqual(['read2', 'read3']);
+    await Promise.all(lastReaders.map((lock) => lock.release()));
+  });
+
+  it('refuses a caller of another kind or limit, naming both, and leaves no node of it', async () => {
+    const permit = await apps[0].locks.acquire('kinds', { limit: 3 });
+    await expect(apps[1].locks.acquire('kinds', { limit: 2 })).rejects.toThrow(
+      new LockKindError('lock:kinds', 'a semaphore of limit 3', 'a semaphore of limit 2'),
+    );
+    await expect(apps[1].locks.tryAcquire('kinds', { mode: 'read' })).rejects.toThrow(
+      new LockKindError('lock:kinds', 'a semaphore of limit 3', 'a read-write lock (read)'),
+    );
+    // Unlike on Redis, a mutex caller stands in the same line: it is refused too.
+    await expect(apps[2].locks.acquire('kinds')).rejects.toThrow(
+      new LockKindError('lock:kinds', 'a semaphore of limit 3', 'a mutex'),
+    );
+    expect(await lineLength('kinds')).toBe(1);
+    await permit.release();
+
+    const mutex = await apps[0].locks.acquire('kinds');
+    await expect(apps[1].locks.acquire('kinds', { mode: 'write' })).rejects.toThrow(
+      new LockKindError('lock:kinds', 'a mutex', 'a read-write lock (write)'),
+    );
+    await mutex.release();
+
+    const reader = await apps[0].locks.acquire('kinds', { mode: 'read' });
+    await expect(apps[1].locks.acquire('kinds', { limit: 3 })).rejects.toThrow(
+      new LockKindError('lock:kinds', 'a read-write lock', 'a semaphore of limit 3'),
+    );
+    expect(await apps[1].locks.tryAcquire('kinds', { mode: 'write' })).toBeNull();
+    expect(await lineLength('kinds')).toBe(1);
+    await reader.release();
+  });
+
+  it('gives a crashed holder’s permit back when its session ends', async () => {
+    const holders: ChildProcess[] = [];
+    for (let i = 0; i < 2; i++) {
+      const child = fork(ZOOKEEPER_PROCESS, ['hold'], {
+        execArgv: [],
+        stdio: 'inherit',
+        env: {
+          ...process.env,
+          ZK_CONNECT: server.address,
+          ZK_ROOT: root,
+          ZK_KEY: 'crash',
+          ZK_LIMIT: '2',
+        },
+      });
+      const [message] = (await once(child, 'message')) as [{ acquired?: number; error?: string }];
+      if (message.acquired === undefined) throw new Error(message.error);
+      holders.push(child);
+    }
+    expect(await apps[0].locks.tryAcquire('crash', { limit: 2 })).toBeNull();
+    const waiter = apps[0].locks.acquire('crash', { limit: 2 });
+    holders[0].kill('SIGKILL');
+    await once(holders[0], 'exit');
+    const permit = await waiter;
+    // The other holder keeps its permit: the key is full again.
+    expect(await apps[1].locks.tryAcquire('crash', { limit: 2 })).toBeNull();
+    holders[1].kill('SIGKILL');
+    await once(holders[1], 'exit');
+    await permit.release();
+    // The last holder's session ends too, and with it its node; the lock's node stays until
+    // the key's next release (see docs/zookeeper.md, "What stays").
+    await until(async () => (await lineLength('crash')) === 0);
+    const last = await apps[1].locks.acquire('crash', { limit: 2 });
+    await last.release();
+  });
+});
