@@ -1,6 +1,7 @@
 import { LockKindError, type Lock } from '../../src/index.js';
 import { backends, until, withLockApps } from '../support/backends.js';
 import { sleep, uniquePrefix } from '../support/lock-app.js';
+import { crowdReadWrite, writerAmidReaders } from '../support/kind-scenarios.js';
 
 describe.each(backends)('read-write locks (%s store)', (_, makeBackend) => {
   const prefix = uniquePrefix();
@@ -9,34 +10,7 @@ describe.each(backends)('read-write locks (%s store)', (_, makeBackend) => {
   const keyOf = (name: string) => prefix + name;
 
   it('lets readers overlap, and never a writer with anyone', async () => {
-    let readers = 0;
-    let writers = 0;
-    let mostReaders = 0;
-    const clashes: string[] = [];
-    const fences: number[] = [];
-    await Promise.all(
-      Array.from({ length: 60 }, (_, i) => {
-        const mode = i % 5 === 0 ? 'write' : 'read';
-        return apps[i % apps.length].locks.using(
-          'report',
-          async (lock) => {
-            fences.push(lock.fencingToken);
-            if (mode === 'write') {
-              if (readers > 0 || writers > 0) clashes.push(`writer ${i} with ${readers} readers`);
-              writers++;
-            } else {
-              if (writers > 0) clashes.push(`reader ${i} with a writer`);
-              readers++;
-              mostReaders = Math.max(mostReaders, readers);
-            }
-            await sleep(2 + Math.random() * 8);
-            if (mode === 'write') writers--;
-            else readers--;
-          },
-          { mode },
-        );
-      }),
-    );
+    const { clashes, mostReaders, fences } = await crowdReadWrite(apps, 'report', 60, 5);
     expect(clashes).toEqual([]);
     expect(mostReaders).toBeGreaterThan(1);
     expect(new Set(fences).size).toBe(60);
@@ -45,44 +19,12 @@ describe.each(backends)('read-write locks (%s store)', (_, makeBackend) => {
   });
 
   it('lets a writer in before any reader that came after it, however many keep coming', async () => {
-    let launched = 0;
-    let stop = false;
-    let writerIn = false;
-    const cutIn: number[] = [];
-    const readers: Promise<void>[] = [];
-    let queuedAt = Infinity;
-    const stream = (async () => {
-      while (!stop) {
-        const index = launched++;
-        readers.push(
-          apps[1 + (index % 2)].locks.using(
-            'busy',
-            async () => {
-              if (!writerIn && index >= queuedAt) cutIn.push(index);
-              await sleep(20);
-            },
-            { mode: 'read' },
-          ),
-        );
-        await sleep(3);
-      }
-    })();
-    // Readers overlap without a gap: a writer that waited for none to be inside would starve.
-    await until(async () => launched >= 20);
-    const writer = apps[0].locks.using(
+    const { cutIn, launchedWhileWaiting } = await writerAmidReaders(
+      apps,
       'busy',
-      () => {
-        writerIn = true;
-      },
-      { mode: 'write' },
+      async () => (await context.store.lineLength(keyOf('busy'))) > 0,
+      { readMs: 20, gapMs: 3 },
     );
-    await until(async () => (await context.store.lineLength(keyOf('busy'))) > 0);
-    queuedAt = launched;
-    await writer;
-    const launchedWhileWaiting = launched - queuedAt;
-    stop = true;
-    await stream;
-    await Promise.all(readers);
     expect(cutIn).toEqual([]);
     // Readers did keep coming while the writer waited.
     expect(launchedWhileWaiting).toBeGreaterThan(0);

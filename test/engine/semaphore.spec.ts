@@ -1,6 +1,7 @@
 import { LockKindError, type Lock, type LockService } from '../../src/index.js';
 import { backends, until, withLockApps } from '../support/backends.js';
 import { sleep, uniquePrefix } from '../support/lock-app.js';
+import { crowdSemaphore } from '../support/kind-scenarios.js';
 
 describe.each(backends)('counting semaphores (%s store)', (_, makeBackend) => {
   const prefix = uniquePrefix();
@@ -9,26 +10,8 @@ describe.each(backends)('counting semaphores (%s store)', (_, makeBackend) => {
   const keyOf = (name: string) => prefix + name;
 
   it('never lets more than `limit` callers in at once, and lets that many in', async () => {
-    const limit = 4;
-    let inside = 0;
-    let most = 0;
-    const fences: number[] = [];
-    await Promise.all(
-      Array.from({ length: 60 }, (_, i) =>
-        apps[i % apps.length].locks.using(
-          'api',
-          async (lock) => {
-            fences.push(lock.fencingToken);
-            inside++;
-            most = Math.max(most, inside);
-            await sleep(2 + Math.random() * 8);
-            inside--;
-          },
-          { limit },
-        ),
-      ),
-    );
-    expect(most).toBe(limit);
+    const { most, fences } = await crowdSemaphore(apps, 'api', 4, 60);
+    expect(most).toBe(4);
     // Each permit has a fencing token of its own.
     expect(new Set(fences).size).toBe(60);
     // Nothing is left behind: no marker, no holders, no queue.

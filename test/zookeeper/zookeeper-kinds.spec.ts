@@ -8,6 +8,7 @@ import { kindOf, tagOf } from '../../src/store/lock-kind.js';
 import { ZooKeeperLockStore } from '../../src/store/zookeeper/zookeeper.store.js';
 import { until } from '../support/backends.js';
 import { bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
+import { crowdReadWrite, crowdSemaphore, writerAmidReaders } from '../support/kind-scenarios.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
 import { ZooKeeperTree } from '../support/zookeeper-tree.js';
 
@@ -60,25 +61,8 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   });
 
   it('never lets more than `limit` callers of three sessions in at once, and lets that many in', async () => {
-    const limit = 4;
-    let inside = 0;
-    let most = 0;
-    const fences: number[] = [];
-    await Promise.all(
-      Array.from({ length: 48 }, (_, i) =>
-        apps[i % apps.length].locks.using(
-          'api',
-          async (lock) => {
-            fences.push(lock.fencingToken);
-            most = Math.max(most, ++inside);
-            await sleep(2 + Math.random() * 8);
-            inside--;
-          },
-          { limit },
-        ),
-      ),
-    );
-    expect(most).toBe(limit);
+    const { most, fences } = await crowdSemaphore(apps, 'api', 4, 48);
+    expect(most).toBe(4);
     // Each permit is a node of its own, and its creation zxid the permit's fencing token.
     expect(new Set(fences).size).toBe(48);
   });
@@ -138,33 +122,7 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   });
 
   it('lets readers of three sessions overlap, and never a writer with anyone', async () => {
-    let readers = 0;
-    let writers = 0;
-    let mostReaders = 0;
-    const clashes: string[] = [];
-    const fences: number[] = [];
-    await Promise.all(
-      Array.from({ length: 48 }, (_, i) => {
-        const mode = i % 4 === 0 ? 'write' : 'read';
-        return apps[i % apps.length].locks.using(
-          'report',
-          async (lock) => {
-            fences.push(lock.fencingToken);
-            if (mode === 'write') {
-              if (readers > 0 || writers > 0) clashes.push(`writer ${i} with ${readers} readers`);
-              writers++;
-            } else {
-              if (writers > 0) clashes.push(`reader ${i} with a writer`);
-              mostReaders = Math.max(mostReaders, ++readers);
-            }
-            await sleep(2 + Math.random() * 8);
-            if (mode === 'write') writers--;
-            else readers--;
-          },
-          { mode },
-        );
-      }),
-    );
+    const { clashes, mostReaders, fences } = await crowdReadWrite(apps, 'report', 48, 4);
     expect(clashes).toEqual([]);
     expect(mostReaders).toBeGreaterThan(1);
     expect(new Set(fences).size).toBe(48);
@@ -198,46 +156,12 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   });
 
   it('lets a writer in before any reader that came after it, however many keep coming', async () => {
-    let launched = 0;
-    let stop = false;
-    let writerIn = false;
-    const cutIn: number[] = [];
-    const readers: Promise<void>[] = [];
-    let queuedAt = Infinity;
-    const stream = (async () => {
-      while (!stop) {
-        const index = launched++;
-        readers.push(
-          apps[1 + (index % 2)].locks.using(
-            'busy',
-            async () => {
-              if (!writerIn && index >= queuedAt) cutIn.push(index);
-              await sleep(30);
-            },
-            { mode: 'read' },
-          ),
-        );
-        await sleep(5);
-      }
-    })();
-    // Readers overlap without a gap: a writer that waited for none to be inside would starve.
-    await until(async () => launched >= 20);
-    const writer = apps[0].locks.using(
+    const { cutIn, launchedWhileWaiting } = await writerAmidReaders(
+      apps,
       'busy',
-      () => {
-        writerIn = true;
-      },
-      { mode: 'write' },
+      async () => (await tree.children(`${root}/lock:busy`)).some((name) => name.startsWith('w.')),
+      { readMs: 30, gapMs: 5 },
     );
-    await until(async () =>
-      (await tree.children(`${root}/lock:busy`)).some((name) => name.startsWith('w.')),
-    );
-    queuedAt = launched;
-    await writer;
-    const launchedWhileWaiting = launched - queuedAt;
-    stop = true;
-    await stream;
-    await Promise.all(readers);
     expect(cutIn).toEqual([]);
     expect(launchedWhileWaiting).toBeGreaterThan(0);
   });
