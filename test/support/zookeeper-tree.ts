@@ -61,6 +61,15 @@ export class ZooKeeperTree {
     );
   }
 
+  /** Creates an ephemeral sequential node of this tree's own session; its path. */
+  createEphemeralSequential(prefix: string): Promise<string> {
+    return new Promise((resolve, reject) =>
+      this.client.create(prefix, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL, (error, path) =>
+        error ? reject(asError(error)) : resolve(path),
+      ),
+    );
+  }
+
   remove(path: string): Promise<void> {
     return new Promise((resolve, reject) =>
       this.client.remove(path, (error) => (error ? reject(asError(error)) : resolve())),

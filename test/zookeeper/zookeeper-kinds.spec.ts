@@ -233,6 +233,24 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
     await reader.release();
   });
 
+  it('lets a caller wait behind a mistaken node of another kind that stands behind its own kind, instead of refusing it', async () => {
+    const held = await Promise.all([
+      apps[0].locks.acquire('mistake', { limit: 2 }),
+      apps[1].locks.acquire('mistake', { limit: 2 }),
+    ]);
+    // A caller that asked for another limit, cut off before it could look and leave.
+    const mistaken = await tree.createEphemeralSequential(
+      `${root}/lock:mistake/${newToken(tagOf(kindOf({ limit: 3 })))}-`,
+    );
+    expect(await apps[2].locks.tryAcquire('mistake', { limit: 2 })).toBeNull();
+    const waiting = apps[2].locks.acquire('mistake', { limit: 2 });
+    await until(async () => (await lineLength('mistake')) === 4);
+    await held[0].release();
+    await tree.remove(mistaken);
+    const lock = await waiting;
+    await Promise.all([held[1].release(), lock.release()]);
+  });
+
   it('gives a crashed holder’s permit back when its session ends', async () => {
     const holders: ChildProcess[] = [];
     for (let i = 0; i < 2; i++) {

@@ -11,11 +11,13 @@ import { kindOfToken, markerOf, type LockKind } from '../lock-kind.js';
  *                   the line (a departure anywhere ahead may let it in, not only its
  *                   predecessor's)
  *
- * A contender that finds a node of another kind ahead of it (a mutex, a read-write lock, or a
+ * A contender whose line begins with a node of another kind (a mutex, a read-write lock, or a
  * semaphore of another limit) is refused (`LockKindError`) and leaves. A node of another kind
- * behind it is that node's own mistake: it will find this one ahead and leave. So whoever holds
- * at any moment is of one kind: a contender holds only while every node before its own was of
- * its kind when it looked, and nodes only ever leave the part of the line before a node.
+ * further on is that node's own mistake: it will find the nodes of this kind ahead of it and
+ * leave, so a contender behind it waits for it to go rather than being refused for it (a
+ * crashed one goes with its session). So whoever holds at any moment is of one kind: a
+ * contender holds only while every node before its own was of its kind when it looked, and
+ * nodes only ever leave the part of the line before a node.
  */
 
 /** What a contender's place in line tells. */
@@ -23,7 +25,7 @@ export type Standing =
   | { holds: true }
   /** It waits: for the deletion of the node `behind`, or for any change of the line. */
   | { holds: false; behind?: string }
-  /** A node before its own is of another kind: `heldAs` for `kindConflict`. */
+  /** The line begins with a node of another kind: `heldAs` for `kindConflict`. */
   | { conflict: string };
 
 /** The kinds that may share a line: a mutex, the readers and writers of one read-write lock, a semaphore's permits (each limit apart). */
@@ -41,6 +43,7 @@ export function standing(line: readonly string[], place: number, kind: LockKind)
   for (let i = 0; i < place; i++) {
     const ahead = kindOfToken(line[i]);
     if (familyOf(ahead) !== family) {
+      if (i > 0) return { holds: false, behind: line[i] };
       return { conflict: ahead.type === 'mutex' ? line[i] : markerOf(ahead) };
     }
     if (ahead.type === 'write') writer = i;

@@ -331,7 +331,7 @@ export class ZooKeeperLockStore implements LockStore {
    * @throws LockKindError when they are of another kind
    */
   private wouldHold(key: string, token: string, children: string[]): boolean {
-    const where = standing(children, children.length, kindOfToken(token));
+    const where = standing(inLine(children), children.length, kindOfToken(token));
     if ('conflict' in where) throw kindConflict(key, token, where.conflict);
     return where.holds;
   }
@@ -408,6 +408,8 @@ export class ZooKeeperLockStore implements LockStore {
         throw kindConflict(contender.key, token, where.conflict);
       }
       if (where.holds) {
+        // A watch of the line set while it waited is no longer its own: it must not wake it.
+        contender.lineWatch = undefined;
         return { acquired: true, fencingToken: contender.fencingToken };
       }
       if (!queue) {
@@ -543,12 +545,12 @@ export class ZooKeeperLockStore implements LockStore {
         onDeleted();
         return;
       }
-      // Set again without prompting anybody: an attempt now would only find the holder there
-      // (and, while the ensemble elects a leader, fail the waiter). Should this fail, the
-      // waiter's fallback re-check (at most a second apart) stands in for the watch.
+      // Set again without prompting anybody: an attempt now would only find the holder there.
+      // Should this fail, the waiter is woken to look for itself (a waiter behind its process's
+      // head has no fallback re-check; a connection error then does not end its wait).
       this.watch(path, onDeleted).then(
         (present) => present || onDeleted(),
-        () => undefined,
+        () => onDeleted(),
       );
     };
     try {
