@@ -10,6 +10,7 @@ import {
 } from '../lock-store.interface.js';
 import { kindConflict, kindOfToken } from '../lock-kind.js';
 import { timedCommand, type TimedCommand } from '../redis/timed-command.js';
+import { SharedWatches } from './shared-watches.js';
 import { standing } from './zookeeper-kinds.js';
 import { contenderPrefix, inLine, lockPath } from './zookeeper-paths.js';
 import {
@@ -101,7 +102,10 @@ export class ZooKeeperLockStore implements LockStore {
   /** Deletions to try again. */
   private readonly retries = new Set<NodeJS.Timeout>();
   /** How many watches of a line semaphores' waiters have set (see `watchLine`). */
-  private lineWatches = 0;
+  private lineWatchIds = 0;
+  /** The watches for a node's deletion, and of a line, that contenders of this process share. */
+  private readonly nodeWatches = new SharedWatches<true>();
+  private readonly lineWatches = new SharedWatches<string[]>();
 
   constructor(private readonly options: ZooKeeperLockStoreOptions) {
     this.command = timedCommand(options.commandTimeout, 'ZooKeeper');
@@ -244,6 +248,8 @@ export class ZooKeeperLockStore implements LockStore {
     this.session.close();
     this.contenders.clear();
     this.listeners.clear();
+    this.nodeWatches.clear();
+    this.lineWatches.clear();
     return Promise.resolve();
   }
 
@@ -540,7 +546,7 @@ export class ZooKeeperLockStore implements LockStore {
    * write to its node ({@link touched}), which fires the watch too: it is set again then.
    */
   private async watch(path: string, onDeleted: () => void): Promise<boolean> {
-    const watcher = (event: Event) => {
+    const listener = (event: Event) => {
       if (event.getName() !== 'NODE_DATA_CHANGED') {
         onDeleted();
         return;
@@ -553,13 +559,12 @@ export class ZooKeeperLockStore implements LockStore {
         () => onDeleted(),
       );
     };
-    try {
-      await this.session.call<Buffer>((client, done) => client.getData(path, watcher, done));
-      return true;
-    } catch (error) {
-      if (codeOf(error) === ZK_NO_NODE) return false;
-      throw error;
-    }
+    const present = await this.nodeWatches.join(path, listener, (watcher) =>
+      this.session
+        .call<Buffer>((client, done) => client.getData(path, watcher, done))
+        .then(() => true as const, absentIfNoNode),
+    );
+    return present === true;
   }
 
   /**
@@ -571,7 +576,7 @@ export class ZooKeeperLockStore implements LockStore {
    * look again.
    */
   private async watchLine(contender: Contender, token: string): Promise<boolean> {
-    const id = ++this.lineWatches;
+    const id = ++this.lineWatchIds;
     contender.lineWatch = id;
     const changed = () => {
       if (contender.lineWatch !== id || this.contenders.get(token) !== contender) return;
@@ -584,17 +589,22 @@ export class ZooKeeperLockStore implements LockStore {
       );
     };
     try {
-      const children = await this.session.call<string[]>((client, done) =>
-        client.getChildren(contender.parent, changed, done),
+      const children = await this.lineWatches.join(contender.parent, changed, (watcher) =>
+        this.session
+          .call<string[]>((client, done) => client.getChildren(contender.parent, watcher, done))
+          .then((answer) => answer, absentIfNoNode),
       );
+      if (children === undefined) {
+        if (contender.lineWatch === id) contender.lineWatch = undefined;
+        return false;
+      }
       const line = inLine(children);
       const place = line.indexOf(contender.name ?? '');
       const where = place < 0 ? undefined : standing(line, place, kindOfToken(token));
       if (where && 'holds' in where && !where.holds) return true;
     } catch (error) {
       if (contender.lineWatch === id) contender.lineWatch = undefined;
-      if (codeOf(error) !== ZK_NO_NODE) throw error;
-      return false;
+      throw error;
     }
     // Its watch outlives the wait: it finds itself stale when it fires.
     if (contender.lineWatch === id) contender.lineWatch = undefined;
@@ -672,10 +682,18 @@ export class ZooKeeperLockStore implements LockStore {
    */
   private sessionExpired(): void {
     this.rootReady = undefined;
+    this.nodeWatches.clear();
+    this.lineWatches.clear();
     for (const [token, contender] of this.contenders) {
       contender.session = -1;
       contender.wake();
       if (contender.departed) this.contenders.delete(token);
     }
   }
+}
+
+/** What a read that sets a watch answers when its node is gone: nothing to watch. */
+function absentIfNoNode(error: unknown): undefined {
+  if (codeOf(error) === ZK_NO_NODE) return undefined;
+  throw error;
 }
