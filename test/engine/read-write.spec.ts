@@ -1,7 +1,11 @@
-import { LockKindError, type Lock } from '../../src/index.js';
-import { backends, until, withLockApps } from '../support/backends.js';
-import { sleep, uniquePrefix } from '../support/lock-app.js';
-import { crowdReadWrite, writerAmidReaders } from '../support/kind-scenarios.js';
+import { LockKindError } from '../../src/index.js';
+import { backends, withLockApps } from '../support/backends.js';
+import { uniquePrefix } from '../support/lock-app.js';
+import {
+  crowdReadWrite,
+  readersAndWritersInOrder,
+  writerAmidReaders,
+} from '../support/kind-scenarios.js';
 
 describe.each(backends)('read-write locks (%s store)', (_, makeBackend) => {
   const prefix = uniquePrefix();
@@ -31,45 +35,17 @@ describe.each(backends)('read-write locks (%s store)', (_, makeBackend) => {
   });
 
   it('serves readers and writers of every instance in the order they came', async () => {
-    const held = await apps[0].locks.acquire('order', { mode: 'write' });
-    const entered: string[] = [];
-    const waits: Promise<Lock>[] = [];
-    const callers: [number, 'read' | 'write'][] = [
-      [1, 'read'],
-      [2, 'write'],
-      [0, 'read'],
-      [1, 'read'],
-    ];
-    for (const [app, mode] of callers) {
-      const queuedBefore = await context.store.lineLength(keyOf('order'));
-      const name = `${mode}${waits.length}`;
-      waits.push(
-        apps[app].locks.acquire('order', { mode }).then((lock) => {
-          entered.push(name);
-          return lock;
-        }),
-      );
-      if (waits.length < 4) {
-        await until(async () => (await context.store.lineLength(keyOf('order'))) > queuedBefore);
-      } else {
-        await sleep(50);
-      }
-    }
-    await held.release();
-    const firstReader = await waits[0];
-    await sleep(50);
+    const [afterHolder, afterFirstReader, atLast] = await readersAndWritersInOrder(
+      apps,
+      'order',
+      () => context.store.lineLength(keyOf('order')),
+    );
     // The writer waits for the reader before it; the readers after the writer wait for it.
-    expect(entered).toEqual(['read0']);
-    await firstReader.release();
-    const writer = await waits[1];
-    await sleep(50);
-    expect(entered).toEqual(['read0', 'write1']);
-    await writer.release();
+    expect(afterHolder).toEqual(['read0']);
+    expect(afterFirstReader).toEqual(['read0', 'write1']);
     // Both readers behind the writer get in together, in either order.
-    const lastReaders = await Promise.all(waits.slice(2));
-    expect(entered.slice(0, 2)).toEqual(['read0', 'write1']);
-    expect(entered.slice(2).sort()).toEqual(['read2', 'read3']);
-    await Promise.all(lastReaders.map((lock) => lock.release()));
+    expect(atLast.slice(0, 2)).toEqual(['read0', 'write1']);
+    expect(atLast.slice(2).sort()).toEqual(['read2', 'read3']);
   });
 
   it('refuses a semaphore, and a reader of a key held as a mutex', async () => {

@@ -1,7 +1,7 @@
-import { LockKindError, type Lock, type LockService } from '../../src/index.js';
-import { backends, until, withLockApps } from '../support/backends.js';
+import { LockKindError, type LockService } from '../../src/index.js';
+import { backends, withLockApps } from '../support/backends.js';
 import { sleep, uniquePrefix } from '../support/lock-app.js';
-import { crowdSemaphore } from '../support/kind-scenarios.js';
+import { crowdSemaphore, semaphoreInOrder } from '../support/kind-scenarios.js';
 
 describe.each(backends)('counting semaphores (%s store)', (_, makeBackend) => {
   const prefix = uniquePrefix();
@@ -21,38 +21,11 @@ describe.each(backends)('counting semaphores (%s store)', (_, makeBackend) => {
   });
 
   it('serves waiters of every instance in the order they came', async () => {
-    const held = await Promise.all([
-      apps[0].locks.acquire('fifo', { limit: 2 }),
-      apps[0].locks.acquire('fifo', { limit: 2 }),
-    ]);
-    const entered: number[] = [];
-    const waits: Promise<Lock>[] = [];
-    for (const i of [1, 2, 0, 1]) {
-      const queuedBefore = await context.store.lineLength(keyOf('fifo'));
-      const index = waits.length;
-      waits.push(
-        apps[i].locks.acquire('fifo', { limit: 2 }).then((lock) => {
-          entered.push(index);
-          return lock;
-        }),
-      );
-      // The next caller comes only once this one has its place in the store's queue; the last
-      // one lines up behind the first, of its own instance, without asking the context.store.
-      if (index < 3) {
-        await until(async () => (await context.store.lineLength(keyOf('fifo'))) > queuedBefore);
-      } else {
-        await sleep(50);
-      }
-    }
     // Each permit given back goes to the longest-waiting caller, whichever instance it is in.
-    const permits = [...held];
-    for (let next = 0; next < waits.length; next++) {
-      await permits.shift()!.release();
-      permits.push(await waits[next]);
-      await sleep(20);
-      expect(entered).toEqual(Array.from({ length: next + 1 }, (_, i) => i));
-    }
-    for (const lock of permits) await lock.release();
+    const seen = await semaphoreInOrder(apps, 'fifo', [1, 2, 0, 1], () =>
+      context.store.lineLength(keyOf('fifo')),
+    );
+    expect(seen).toEqual([[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]);
   });
 
   it('gives each permit the mutex handle: watchdog, extend, release, signal on loss', async () => {

@@ -1,3 +1,4 @@
+import type { AcquireOptions, Lock } from '../../src/index.js';
 import { until } from './backends.js';
 import { sleep, type LockApp } from './lock-app.js';
 
@@ -132,4 +133,91 @@ export async function writerAmidReaders(
   await stream;
   await Promise.all(readers);
   return { cutIn, launchedWhileWaiting };
+}
+
+/**
+ * Callers line up for `key` one after the other, each of `apps[app]` with its options: each
+ * once the one before it stands in the store's line (`lineLength` grew), or, when a caller of
+ * the same instance waits already, a moment later (it lines up in its process, behind that one,
+ * without asking the store). Their acquisitions, and their indexes as they get in.
+ */
+async function lineUp(
+  apps: readonly LockApp[],
+  key: string,
+  callers: readonly (readonly [app: number, options: AcquireOptions])[],
+  lineLength: () => Promise<number>,
+): Promise<{ waits: Promise<Lock>[]; entered: number[] }> {
+  const entered: number[] = [];
+  const waits: Promise<Lock>[] = [];
+  const waiting = new Set<number>();
+  for (const [app, options] of callers) {
+    const before = await lineLength();
+    const index = waits.length;
+    waits.push(
+      apps[app].locks.acquire(key, options).then((lock) => {
+        entered.push(index);
+        return lock;
+      }),
+    );
+    if (waiting.has(app)) await sleep(50);
+    else await until(async () => (await lineLength()) > before);
+    waiting.add(app);
+  }
+  return { waits, entered };
+}
+
+/**
+ * Two permits of a semaphore of 2 held by `apps[0]`; callers of `order` (instance indexes) line
+ * up, and the oldest permit is given back one at a time. Who had got in after each give-back
+ * (indexes in line order, if the semaphore serves its waiters in the order they came).
+ */
+export async function semaphoreInOrder(
+  apps: readonly LockApp[],
+  key: string,
+  order: readonly number[],
+  lineLength: () => Promise<number>,
+): Promise<number[][]> {
+  const permits = await Promise.all([0, 1].map(() => apps[0].locks.acquire(key, { limit: 2 })));
+  const callers = order.map((app) => [app, { limit: 2 }] as const);
+  const { waits, entered } = await lineUp(apps, key, callers, lineLength);
+  const seen: number[][] = [];
+  for (const wait of waits) {
+    await permits.shift()!.release();
+    permits.push(await wait);
+    await sleep(20);
+    seen.push([...entered]);
+  }
+  for (const lock of permits) await lock.release();
+  return seen;
+}
+
+/**
+ * A writer of `apps[0]` holds `key`; a reader, a writer and two readers (of instances 1, 2, 0
+ * and 1) line up behind it, and each holder lets go in turn. Who had got in once the first
+ * holder had let go, once the first reader had, and in the end (names such as `read0`).
+ */
+export async function readersAndWritersInOrder(
+  apps: readonly LockApp[],
+  key: string,
+  lineLength: () => Promise<number>,
+): Promise<string[][]> {
+  const held = await apps[0].locks.acquire(key, { mode: 'write' });
+  const modes = ['read', 'write', 'read', 'read'] as const;
+  const callers = modes.map((mode, i) => [[1, 2, 0, 1][i], { mode }] as const);
+  const { waits, entered } = await lineUp(apps, key, callers, lineLength);
+  const names = () => entered.map((i) => `${modes[i]}${i}`);
+  const seen: string[][] = [];
+  await held.release();
+  const firstReader = await waits[0];
+  await sleep(50);
+  seen.push(names());
+  await firstReader.release();
+  const writer = await waits[1];
+  await sleep(50);
+  seen.push(names());
+  await writer.release();
+  const lastReaders = await Promise.all(waits.slice(2));
+  seen.push(names());
+  await Promise.all(lastReaders.map((lock) => lock.release()));
+  return seen;
 }

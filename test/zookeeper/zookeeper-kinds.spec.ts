@@ -2,13 +2,19 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { LockKindError, type Lock } from '../../src/index.js';
+import { LockKindError } from '../../src/index.js';
 import { newToken } from '../../src/engine/token.js';
 import { kindOf, tagOf } from '../../src/store/lock-kind.js';
 import { ZooKeeperLockStore } from '../../src/store/zookeeper/zookeeper.store.js';
 import { until } from '../support/backends.js';
-import { bootLockApp, sleep, type LockApp } from '../support/lock-app.js';
-import { crowdReadWrite, crowdSemaphore, writerAmidReaders } from '../support/kind-scenarios.js';
+import { bootLockApp, type LockApp } from '../support/lock-app.js';
+import {
+  crowdReadWrite,
+  crowdSemaphore,
+  readersAndWritersInOrder,
+  semaphoreInOrder,
+  writerAmidReaders,
+} from '../support/kind-scenarios.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
 import { ZooKeeperTree } from '../support/zookeeper-tree.js';
 
@@ -68,31 +74,9 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   });
 
   it('serves a semaphore’s waiters of every session in the order they came', async () => {
-    const held = await Promise.all([
-      apps[0].locks.acquire('fifo', { limit: 2 }),
-      apps[0].locks.acquire('fifo', { limit: 2 }),
-    ]);
-    const entered: number[] = [];
-    const waits: Promise<Lock>[] = [];
-    for (const i of [1, 2, 0]) {
-      const index = waits.length;
-      waits.push(
-        apps[i].locks.acquire('fifo', { limit: 2 }).then((lock) => {
-          entered.push(index);
-          return lock;
-        }),
-      );
-      await until(async () => (await lineLength('fifo')) > 2 + index);
-    }
     // The oldest permit goes back each time: not the node just before the next waiter's.
-    const permits = [...held];
-    for (let next = 0; next < waits.length; next++) {
-      await permits.shift()!.release();
-      permits.push(await waits[next]);
-      await sleep(20);
-      expect(entered).toEqual(Array.from({ length: next + 1 }, (_, i) => i));
-    }
-    for (const lock of permits) await lock.release();
+    const seen = await semaphoreInOrder(apps, 'fifo', [1, 2, 0, 1], () => lineLength('fifo'));
+    expect(seen).toEqual([[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]);
   });
 
   it('wakes a semaphore’s waiter when a permit ahead of it goes, not only its predecessor', async () => {
@@ -167,40 +151,14 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   });
 
   it('serves readers and writers of every session in the order they came', async () => {
-    const held = await apps[0].locks.acquire('order', { mode: 'write' });
-    const entered: string[] = [];
-    const waits: Promise<Lock>[] = [];
-    const callers: [number, 'read' | 'write'][] = [
-      [1, 'read'],
-      [2, 'write'],
-      [0, 'read'],
-      [1, 'read'],
-    ];
-    for (const [app, mode] of callers) {
-      const name = `${mode}${waits.length}`;
-      const before = await lineLength('order');
-      waits.push(
-        apps[app].locks.acquire('order', { mode }).then((lock) => {
-          entered.push(name);
-          return lock;
-        }),
-      );
-      // The last caller queues in its process behind the first, of its own instance.
-      if (waits.length < 4) await until(async () => (await lineLength('order')) > before);
-      else await sleep(50);
-    }
-    await held.release();
-    const firstReader = await waits[0];
-    await sleep(50);
-    expect(entered).toEqual(['read0']);
-    await firstReader.release();
-    const writer = await waits[1];
-    await sleep(50);
-    expect(entered).toEqual(['read0', 'write1']);
-    await writer.release();
-    const lastReaders = await Promise.all(waits.slice(2));
-    expect(entered.slice(2).sort()).toEqual(['read2', 'read3']);
-    await Promise.all(lastReaders.map((lock) => lock.release()));
+    const [afterHolder, afterFirstReader, atLast] = await readersAndWritersInOrder(
+      apps,
+      'order',
+      () => lineLength('order'),
+    );
+    expect(afterHolder).toEqual(['read0']);
+    expect(afterFirstReader).toEqual(['read0', 'write1']);
+    expect(atLast.slice(2).sort()).toEqual(['read2', 'read3']);
   });
 
   it('refuses a caller of another kind or limit, naming both, and leaves no node of it', async () => {
