@@ -2,6 +2,12 @@
 export const DEFAULT_KEY_PREFIX = 'lock:';
 export const DEFAULT_TTL = 30_000;
 export const DEFAULT_WAIT_TIMEOUT = 10_000;
+/**
+ * Kubernetes kills a pod 30 s after SIGTERM unless told otherwise, and that budget also pays
+ * for a preStop hook (often a few seconds) and for the HTTP server to drain and the connections
+ * to close after the locked work ends: 20 s leaves them 10.
+ */
+export const DEFAULT_SHUTDOWN_GRACE = 20_000;
 export const DEFAULT_COMMAND_TIMEOUT = 5_000;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export const DEFAULT_NODE_TIMEOUT = 250;
@@ -25,3 +31,5 @@ export const LOCK_ENGINE = Symbol('lock:engine');
 
 /** Metadata key under which `@WithLock` records its key and options. */
 export const WITH_LOCK_METADATA = 'lock:with-lock';
+/** Metadata key under which `@Leader` records its election's name and options. */
+export const LEADER_METADATA = 'lock:leader';

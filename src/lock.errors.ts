@@ -1,5 +1,7 @@
 /**
  * Base class of every error this library throws, so that callers can catch them all at once.
+ * Every error about one lock has a `key`: the key as the caller named it, without the module's
+ * `keyPrefix` (what was passed to `acquire()`, or what a `@WithLock` template resolved to).
  */
 export class LockError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -15,7 +17,7 @@ export class LockNotAcquiredError extends LockError {
   /**
    * @param key the key as the caller named it (without the module's `keyPrefix`)
    * @param waitedMs how long the caller waited before giving up
-   * @param holderTtlMs the holder's remaining TTL in Redis as the last attempt saw it, when
+   * @param holderTtlMs the holder's remaining TTL in the store as the last attempt saw it, when
    *   known. No forecast: the holder's watchdog renews it, and the holder may release sooner.
    * @param throttled the lock is a `holdFor` throttle: the caller is early, not in a conflict
    * @param retryAfterMs when a retry can succeed at the earliest, when that is known: for a
@@ -39,10 +41,15 @@ export class LockNotAcquiredError extends LockError {
 }
 
 /**
- * Ownership of a lock is known to be lost: its token was gone or replaced in Redis, or renewals
- * could not reach Redis before the lock's validity ran out. Used as the reason of `lock.signal`.
+ * Ownership of a lock is known to be lost: its token was gone or replaced in the store, or
+ * renewals could not reach the store before the lock's validity ran out. Used as the reason of
+ * `lock.signal`.
  */
 export class LockLostError extends LockError {
+  /**
+   * @param key the key as the caller named it (without the module's `keyPrefix`)
+   * @param reason how ownership was lost
+   */
   constructor(
     readonly key: string,
     readonly reason: string,
@@ -93,7 +100,7 @@ export class LockOptionsError extends LockError {
  */
 export class LockKindError extends LockError {
   /**
-   * @param key the full key in the store
+   * @param key the key as the caller named it (without the module's `keyPrefix`)
    * @param held the kind the key is held as, in words
    * @param asked the kind the caller asked for, in words
    */
@@ -109,15 +116,29 @@ export class LockKindError extends LockError {
   }
 }
 
-/** Redis could not be reached (or did not answer in time) while working on a lock. */
+/**
+ * The store (Redis, ZooKeeper) could not be reached, answered with an error, or did not answer
+ * within `commandTimeout` while working on a lock, or could not decide the outcome.
+ */
 export class LockConnectionError extends LockError {
-  /** @param reason what went wrong, without the key */
+  /**
+   * Always set: the client's error when the client failed; an Error named `TimeoutError` when
+   * the store did not answer in time; otherwise an Error that states {@link reason} (RedLock's
+   * quorum, replicas that did not acknowledge, a store already closed).
+   */
+  declare readonly cause: Error;
+
+  /**
+   * @param key the key as the caller named it (without the module's `keyPrefix`)
+   * @param reason what went wrong, without the key
+   * @param options.cause what failed underneath; an Error stating `reason` when not given
+   */
   constructor(
     readonly key: string,
     readonly reason: string,
-    options?: { cause?: unknown },
+    options?: { cause?: Error },
   ) {
-    super(`Lock "${key}": ${reason}`, options);
+    super(`Lock "${key}": ${reason}`, { cause: options?.cause ?? new Error(reason) });
   }
 }
 

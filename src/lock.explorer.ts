@@ -11,18 +11,20 @@ import {
   type WithLockMetadata,
 } from './decorators/with-lock.decorator.js';
 import { LOCK_ENGINE, LOCK_OPTIONS, WITH_LOCK_METADATA } from './lock.constants.js';
+import { lockIdOf } from './keys/lock-keys.js';
 import { LockOptionsError } from './lock.errors.js';
 import type {
   ResolvedAcquireOptions,
   ResolvedLockOptions,
 } from './options/lock-options.interface.js';
 import { resolveAcquireOptions } from './options/resolve-acquire-options.js';
-import { kindOf, notOnRedlock } from './store/lock-kind.js';
 import type { LockEngine } from './engine/lock-engine.js';
 
 /** A decorated method, compiled at boot. */
 interface LockedMethod {
   keys: KeyResolver;
+  /** What metrics and spans call the lock of each key that `keys` resolves (see `labelsOf`). */
+  labels: readonly string[];
   acquire: ResolvedAcquireOptions;
   onLocked: 'throw' | 'skip';
   /** `Class.method`, for the log line of a skipped call. */
@@ -87,7 +89,8 @@ export class LockExplorer implements OnModuleInit {
     const where = `@WithLock on ${className}.${methodName}`;
     const { onLocked = 'throw', ...acquireOptions } = metadata.options ?? {};
     const defaults = { ttl: this.options.ttl, waitTimeout: 0, watchdog: this.options.watchdog };
-    const acquire = resolveAcquireOptions(acquireOptions, defaults, this.options.store, where);
+    const { capabilities } = this.engine.store;
+    const acquire = resolveAcquireOptions(acquireOptions, defaults, capabilities, where);
     if (acquire.signal) {
       // One signal fixed when the class is defined would abandon every call's wait at once.
       throw new LockOptionsError(
@@ -97,10 +100,6 @@ export class LockExplorer implements OnModuleInit {
         where,
       );
     }
-    if (this.options.redis.topology === 'redlock' && this.options.store === 'redis') {
-      const kind = kindOf(acquire);
-      if (kind.type !== 'mutex') throw notOnRedlock(kind, where);
-    }
     if (onLocked !== 'throw' && onLocked !== 'skip') {
       throw new LockOptionsError('onLocked', onLocked, `'throw' or 'skip'`, where);
     }
@@ -108,6 +107,7 @@ export class LockExplorer implements OnModuleInit {
     const returnType: unknown = Reflect.getMetadata('design:returntype', prototype, methodName);
     return {
       keys: compileKeys(metadata.key, { className, methodName, parameters: names, hasRest }),
+      labels: labelsOf(metadata.key, `${className}.${methodName}`),
       acquire,
       onLocked,
       where: `${className}.${methodName}`,
@@ -128,12 +128,16 @@ export class LockExplorer implements OnModuleInit {
     args: unknown[],
     work: () => unknown,
   ): Promise<unknown> {
-    const keys = locked.keys(args);
-    return this.engine.scopes.run(keys, locked.acquire, work, (error) => {
+    const { keyPrefix } = this.options;
+    const { labels, where } = locked;
+    const names = locked.keys(args);
+    const labelled = names.length === labels.length;
+    const ids = names.map((name, i) => lockIdOf(keyPrefix, name, labelled ? labels[i] : where));
+    return this.engine.scopes.run(ids, locked.acquire, work, (error) => {
       if (locked.onLocked !== 'skip') throw error;
       // A skipped run is the point of 'skip' (a scheduled job that another replica runs), so
-      // not a warning; but someone wondering why a job did not run here can turn this on.
-      this.logger.debug(`${locked.where} skipped: ${error.message}`);
+      // the quietest level Nest has; someone wondering why a job did not run here can keep it.
+      this.logger.verbose(`${locked.where} skipped: ${error.message}`);
       return undefined;
     });
   }
@@ -169,6 +173,17 @@ export class LockExplorer implements OnModuleInit {
       };
     });
   }
+}
+
+/**
+ * What metrics and spans call the locks of a decorated method: each template as written
+ * (`'order:<orderId>'`), and for a key function the method (`Class.method`), whose keys may
+ * carry ids. One label per key the source names, in its order.
+ */
+function labelsOf(source: WithLockMetadata['key'], where: string): string[] {
+  const parts: readonly unknown[] =
+    typeof source === 'string' ? [source] : Array.isArray(source) ? source : [source];
+  return parts.map((part) => (typeof part === 'string' ? part : where));
 }
 
 function isObject(value: unknown): value is object {

@@ -1,7 +1,10 @@
 import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
-import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
-import { LockExceptionFilter } from './lock-exception.filter.js';
+import { DiscoveryModule } from '@nestjs/core';
+import { LeaderElections } from './leader/leader-elections.js';
+import { LeaderExplorer } from './leader/leader.explorer.js';
+import { LeaderService } from './leader/leader.service.js';
 import { LockExplorer } from './lock.explorer.js';
+import { LockLifecycle } from './lock.lifecycle.js';
 import { LockEngine } from './engine/lock-engine.js';
 import { LOCK_ENGINE, LOCK_OPTIONS, LOCK_STORE } from './lock.constants.js';
 import {
@@ -13,8 +16,11 @@ import {
 import type { LockModuleOptions, ResolvedLockOptions } from './options/lock-options.interface.js';
 import { resolveModuleOptions } from './options/resolve-module-options.js';
 import { LockService } from './lock.service.js';
+import { LockHealthIndicator } from './lock-health.indicator.js';
 import { createStore } from './store/create-store.js';
+import { describeStore } from './store/describe-store.js';
 import type { LockStore } from './store/lock-store.interface.js';
+import { createTelemetry } from './telemetry/load-telemetry.js';
 
 const providers: Provider[] = [
   {
@@ -26,7 +32,9 @@ const providers: Provider[] = [
     provide: LOCK_STORE,
     useFactory: (options: ResolvedLockOptions) => {
       const logger = new Logger(LockModule.name);
-      return createStore(options, (message) => logger.warn(message));
+      const store = createStore(options, (message) => logger.warn(message));
+      logger.log(describeStore(options));
+      return store;
     },
     inject: [LOCK_OPTIONS],
   },
@@ -34,17 +42,22 @@ const providers: Provider[] = [
     provide: LOCK_ENGINE,
     useFactory: (options: ResolvedLockOptions, store: LockStore) => {
       const logger = new Logger(LockService.name);
-      return new LockEngine(options, store, (message) => logger.warn(message));
+      const warn = (message: string) => logger.warn(message);
+      return new LockEngine(options, store, warn, createTelemetry(options, warn));
     },
     inject: [LOCK_OPTIONS, LOCK_STORE],
   },
   LockService,
+  LockHealthIndicator,
+  LockLifecycle,
   LockExplorer,
-  { provide: APP_FILTER, useClass: LockExceptionFilter },
+  LeaderElections,
+  LeaderService,
+  LeaderExplorer,
 ];
 
 /**
- * Distributed locks on Redis.
+ * Distributed locks on Redis, ZooKeeper or, within one process, in memory.
  *
  * @example
  * ```ts
@@ -54,14 +67,21 @@ const providers: Provider[] = [
  * export class AppModule {}
  * ```
  */
-@Module({ imports: [DiscoveryModule], providers, exports: [LockService] })
+@Module({
+  imports: [DiscoveryModule],
+  providers,
+  exports: [LockService, LeaderService, LockHealthIndicator],
+})
 export class LockModule extends ConfigurableModuleClass {
   /** Configures the module with options known up front. */
   static override forRoot(options: typeof OPTIONS_TYPE = {}): DynamicModule {
     return { ...super.forRoot(options), global: options.isGlobal };
   }
 
-  /** Configures the module from a factory, a class or an existing provider. */
+  /**
+   * Configures the module from a factory, a class or an existing provider; a class (`useClass`,
+   * `useExisting`) implements `LockOptionsFactory`.
+   */
   static override forRootAsync(options: typeof ASYNC_OPTIONS_TYPE): DynamicModule {
     return { ...super.forRootAsync(options), global: options.isGlobal };
   }

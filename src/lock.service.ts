@@ -1,13 +1,13 @@
-import {
-  Inject,
-  Injectable,
-  type BeforeApplicationShutdown,
-  type OnApplicationShutdown,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LOCK_ENGINE, LOCK_OPTIONS } from './lock.constants.js';
 import type { LockEngine } from './engine/lock-engine.js';
-import { LockOptionsError } from './lock.errors.js';
-import type { Lock } from './lock.js';
+import { writeFenced } from './engine/fenced-write.js';
+import { checkHandle } from './engine/handles.js';
+import { MultiHeldLock } from './engine/multi-held-lock.js';
+import { lockIdOf, lockIdsOf } from './keys/lock-keys.js';
+import { LockNotAcquiredError, LockOptionsError } from './lock.errors.js';
+import type { Lock, LockHandle, MultiLock } from './lock.js';
+import { lockInfoOf, type LockInfo } from './lock-info.js';
 import type {
   AcquireOptions,
   ResolvedAcquireOptions,
@@ -33,15 +33,15 @@ import { resolveAcquireOptions } from './options/resolve-acquire-options.js';
  * ```
  */
 @Injectable()
-export class LockService implements BeforeApplicationShutdown, OnApplicationShutdown {
+export class LockService {
   private readonly defaults: ResolvedAcquireOptions;
-  private readonly store: ResolvedLockOptions['store'];
+  private readonly keyPrefix: string;
 
   constructor(
     @Inject(LOCK_OPTIONS) options: ResolvedLockOptions,
     @Inject(LOCK_ENGINE) private readonly engine: LockEngine,
   ) {
-    this.store = options.store;
+    this.keyPrefix = options.keyPrefix;
     this.defaults = {
       ttl: options.ttl,
       waitTimeout: options.waitTimeout,
@@ -51,21 +51,44 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
 
   /**
    * Acquires the lock on `key`, waiting up to `waitTimeout` ms while someone else holds it.
-   * @throws LockNotAcquiredError when the wait runs out
-   * @throws LockKeyResolutionError for an invalid key, LockOptionsError for invalid options,
-   *   LockConnectionError when Redis cannot be reached
+   * Given several keys, acquires them all or none, within one `waitTimeout`: see
+   * {@link MultiLock}.
+   * @throws LockNotAcquiredError when the wait runs out (naming the key that stayed held)
+   * @throws LockKeyResolutionError for an invalid key or an empty list, LockOptionsError for
+   *   invalid options, LockConnectionError when the store cannot be reached
    */
-  async acquire(key: string, options?: AcquireOptions): Promise<Lock> {
-    return this.engine.acquire(key, resolveAcquireOptions(options, this.defaults, this.store));
+  async acquire(key: string, options?: AcquireOptions): Promise<Lock>;
+  async acquire(keys: readonly string[], options?: AcquireOptions): Promise<MultiLock>;
+  async acquire(keys: string | readonly string[], options?: AcquireOptions): Promise<Lock> {
+    const resolved = resolveAcquireOptions(options, this.defaults, this.engine.store.capabilities);
+    if (!isKeyList(keys)) return this.engine.acquire(lockIdOf(this.keyPrefix, keys), resolved);
+    const ids = lockIdsOf(this.keyPrefix, keys);
+    return new MultiHeldLock(await this.engine.acquireAll(ids, resolved));
   }
 
-  /** Acquires the lock on `key` if it is free right now; `null` when someone else holds it. */
-  async tryAcquire(key: string, options?: AcquireOptions): Promise<Lock | null> {
-    const lock = await this.engine.tryAcquire(
-      key,
-      resolveAcquireOptions(options, this.defaults, this.store),
-    );
-    return lock ?? null;
+  /**
+   * Acquires the lock on `key` (or on every key given, all or none) if it is free right now;
+   * `null` when someone else holds it.
+   */
+  async tryAcquire(key: string, options?: AcquireOptions): Promise<Lock | null>;
+  async tryAcquire(keys: readonly string[], options?: AcquireOptions): Promise<MultiLock | null>;
+  async tryAcquire(
+    keys: string | readonly string[],
+    options?: AcquireOptions,
+  ): Promise<Lock | null> {
+    const resolved = resolveAcquireOptions(options, this.defaults, this.engine.store.capabilities);
+    if (!isKeyList(keys)) {
+      const lock = await this.engine.tryAcquire(lockIdOf(this.keyPrefix, keys), resolved);
+      return lock ?? null;
+    }
+    const ids = lockIdsOf(this.keyPrefix, keys);
+    const locks = await this.engine
+      .acquireAll(ids, { ...resolved, waitTimeout: 0 })
+      .catch((error: unknown) => {
+        if (error instanceof LockNotAcquiredError) return null;
+        throw error;
+      });
+    return locks && new MultiHeldLock(locks);
   }
 
   /**
@@ -77,17 +100,33 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
    * chain), `fn` runs at once under the lock held further out. That lock stays held until such
    * a nested call settles too, even a detached one (started from a timer or a promise nobody
    * awaits), so the outer call settles only after it; a nested call that starts once the outer
-   * lock has ended (or was lost) acquires the lock afresh instead.
+   * lock has ended (or was lost) acquires the lock afresh instead. Given several keys, holds
+   * them all (see {@link MultiLock}), reusing those the surrounding work holds.
    */
   async using<T>(
     key: string,
     fn: (lock: Lock) => Promise<T> | T,
     options?: AcquireOptions,
+  ): Promise<T>;
+  async using<T>(
+    keys: readonly string[],
+    fn: (lock: MultiLock) => Promise<T> | T,
+    options?: AcquireOptions,
+  ): Promise<T>;
+  async using<T>(
+    keys: string | readonly string[],
+    fn: (lock: MultiLock) => Promise<T> | T,
+    options?: AcquireOptions,
   ): Promise<T> {
     if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function');
-    const resolved = resolveAcquireOptions(options, this.defaults, this.store);
+    const resolved = resolveAcquireOptions(options, this.defaults, this.engine.store.capabilities);
     const { scopes } = this.engine;
-    return scopes.run([key], resolved, () => fn(scopes.current() as Lock));
+    if (!isKeyList(keys)) {
+      const id = lockIdOf(this.keyPrefix, keys);
+      return scopes.run([id], resolved, () => fn(scopes.current() as MultiLock));
+    }
+    const ids = lockIdsOf(this.keyPrefix, keys);
+    return scopes.run(ids, resolved, () => fn(new MultiHeldLock(scopes.currentLocks(ids))));
   }
 
   /**
@@ -115,12 +154,76 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
     fencingToken: number,
     options: { ttl?: number } = {},
   ): Promise<void> {
-    return this.engine.writeFenced(resource, value, fencingToken, options);
+    const request = { resource, value, fencingToken, ttl: options.ttl };
+    return writeFenced(this.engine.store, this.keyPrefix, request);
+  }
+
+  /**
+   * Takes over a lock that another process (or instance) handed off with `Lock.handOff()`:
+   * renews it with the handle's token (compare-and-pexpire) and returns it, same token and
+   * fencing token, renewed by this instance's watchdog until its `release()`. The instance
+   * must use the same store and `keyPrefix`. See docs/handles.md.
+   * @param options.ttl the TTL to renew it with (default: the handle's)
+   * @param options.watchdog whether this instance renews it (default: the module's `watchdog`)
+   * @throws LockLostError when the lock is gone (expired, released, taken), or this instance
+   *   holds it already (adopted, or being adopted)
+   * @throws LockOptionsError for a malformed handle, another key prefix, or a store that
+   *   cannot hand locks over (ZooKeeper)
+   */
+  async adopt(handle: LockHandle, options?: { ttl?: number; watchdog?: boolean }): Promise<Lock> {
+    const id = checkHandle(handle, (name) => lockIdOf(this.keyPrefix, name));
+    const resolved = resolveAcquireOptions(
+      { ...options, ttl: options?.ttl ?? handle.ttl, waitTimeout: 0 },
+      this.defaults,
+      this.engine.store.capabilities,
+    );
+    return this.engine.adopt(id, handle, resolved);
   }
 
   /** Whether anybody (this process or another) holds the lock on `key`. */
   async isLocked(key: string): Promise<boolean> {
-    return this.engine.isLocked(key);
+    return this.engine.store.isLocked(lockIdOf(this.keyPrefix, key).key);
+  }
+
+  /**
+   * Who holds `key` (each holder's `instanceId`, the time its hold has left and its fencing
+   * token) and how many callers wait for it, as the store sees it at one moment, whichever
+   * process holds or waits. On RedLock, what a majority of masters agree on.
+   *
+   * @example
+   * ```ts
+   * const { state, holders, waiting } = await locks.inspect('report:daily');
+   * ```
+   * @throws LockKeyResolutionError for an invalid key, LockConnectionError when the store cannot
+   *   be reached
+   */
+  async inspect(key: string): Promise<LockInfo> {
+    const id = lockIdOf(this.keyPrefix, key);
+    return lockInfoOf(id.key, await this.engine.store.inspect(id.key));
+  }
+
+  /**
+   * The tool of last resort, for a key whose holder is stuck: frees `key` whoever holds it (in
+   * any process), as their releases would, so that the next waiter in line gets it. Each evicted
+   * holder learns it at its next renewal (its `signal` aborts with `LockLostError`, and `using`
+   * / `@WithLock` reject with it), its `release()` resolves `false`, and the next holder's
+   * greater fencing token refuses its fenced writes. Work the evicted holder is still doing is
+   * not stopped: it runs unprotected until it checks its signal, so prefer waiting for the TTL
+   * when the holder may be alive.
+   *
+   * @returns how many holders were evicted (0 when the key was free)
+   * @throws LockKeyResolutionError for an invalid key, LockConnectionError when the store cannot
+   *   be reached
+   */
+  async forceRelease(key: string): Promise<number> {
+    const id = lockIdOf(this.keyPrefix, key);
+    const evicted = await this.engine.store.forceRelease(id.key);
+    if (evicted > 0) {
+      new Logger(LockService.name).warn(
+        `Lock "${id.name}" was force-released: ${evicted} holder(s) evicted`,
+      );
+    }
+    return evicted;
   }
 
   /**
@@ -130,19 +233,9 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
   current(): Lock | undefined {
     return this.engine.scopes.current();
   }
+}
 
-  /**
-   * Shutdown begins: stops taking locks (pending waiters and new calls fail with `LockError`),
-   * tells work still running under this process's locks that they are lost, and releases them
-   * (bounded in time). Nest runs this before an HTTP server drains its connections, which
-   * keep-alive clients can make last long: other instances need not wait for that.
-   */
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.engine.stop();
-  }
-
-  /** Closes the connections the module owns (after {@link beforeApplicationShutdown}'s work). */
-  async onApplicationShutdown(): Promise<void> {
-    await this.engine.shutdown();
-  }
+/** Whether a caller named several keys. */
+function isKeyList(keys: unknown): keys is readonly string[] {
+  return Array.isArray(keys);
 }

@@ -3,9 +3,9 @@
  * {@link LockService.using} or, inside a `@WithLock` method, {@link LockService.current}.
  */
 export interface Lock {
-  /** The full Redis key (with the module's `keyPrefix`). */
+  /** The full key in the store (prefix included). */
   readonly key: string;
-  /** The random 128-bit value that proves ownership in Redis. Never log it. */
+  /** The random 128-bit value that proves ownership in the store. Never log it. */
   readonly token: string;
   /**
    * A number strictly greater than every fencing token issued before for this key, also after
@@ -22,4 +22,52 @@ export interface Lock {
    * still ours; `false` when it was not, in which case the signal is aborted.
    */
   extend(ttl?: number): Promise<boolean>;
+  /**
+   * Gives the lock to another process, which takes it over with `LockService.adopt(handle)`:
+   * renews it once (so that the handle starts with a whole TTL and is known valid), then this
+   * process stops renewing it, aborts `signal` with a `LockLostError` saying that the lock was
+   * handed off, and its `release()` answers `false` without touching the store. The handle
+   * carries the token: keep it as secret as the token (see docs/handles.md).
+   * @throws LockLostError when the lock was lost or released before it could be handed off
+   * @throws LockOptionsError on a store that cannot hand locks off (ZooKeeper), or for a
+   *   `holdFor` throttle; the lock then stays held here
+   */
+  handOff(): Promise<LockHandle>;
+}
+
+/**
+ * A held lock as plain JSON, for another process to adopt (`LockService.adopt`). The kind of
+ * lock (semaphore permit, read or write share) travels in the token. The token proves
+ * ownership: whoever has the handle can renew and release the lock, so never log it.
+ */
+export interface LockHandle {
+  /** The key as the caller named it (without the module's `keyPrefix`). */
+  readonly name: string;
+  /** The full key in the store: an adopter with another `keyPrefix` is refused. */
+  readonly key: string;
+  readonly token: string;
+  readonly fencingToken: number;
+  /** The TTL the lock was renewed with when it was handed off, in ms. */
+  readonly ttl: number;
+}
+
+/**
+ * A lock on several keys, from {@link LockService.acquire}, {@link LockService.tryAcquire} or
+ * {@link LockService.using} given an array: one lock per key, taken all or none, in the order
+ * of their full keys (so that callers asking for the same keys in any order cannot deadlock).
+ * As a {@link Lock} it is the lock on the first key in that order (its `key`, `token` and
+ * `fencingToken`); the fencing token of each key is on its own lock in {@link locks}. Its
+ * `signal` aborts when any of them is lost, `release()` releases them all (`true` when every
+ * one was still ours) and `extend()` extends them all (`true` when every one was).
+ *
+ * @example
+ * ```ts
+ * await locks.using(['account:1', 'account:2'], async ({ locks: [from, to] }) => {
+ *   await ledger.transfer({ from: from.fencingToken, to: to.fencingToken });
+ * });
+ * ```
+ */
+export interface MultiLock extends Lock {
+  /** The lock on each key, in the order of their full keys; duplicates appear once. */
+  readonly locks: readonly Lock[];
 }

@@ -186,7 +186,7 @@ function toKeyPart(
 /**
  * Percent-encoded in every value: the escape character itself, what gives a key its structure
  * (`:`, the hash tag's braces, glob characters, `<`, `>`), whitespace, control characters, and
- * lone surrogates (which Redis would store alike, as U+FFFD).
+ * lone surrogates (which Redis and ZooKeeper would store alike, as U+FFFD).
  */
 const ALWAYS_ESCAPED = /[%:{}*?[\]\\<>\s\p{Cc}\p{Cs}]/u;
 

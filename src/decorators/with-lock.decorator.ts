@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Observable, throwError } from 'rxjs';
 import { LockError } from '../lock.errors.js';
 import { WITH_LOCK_METADATA } from '../lock.constants.js';
 import type { AcquireOptions } from '../options/lock-options.interface.js';
@@ -73,6 +74,9 @@ export function WithLock(key: LockKeySource, options: WithLockOptions = {}): Met
     if (typeof method !== 'function') {
       throw new LockError(`@WithLock on ${where}: can only decorate a method`);
     }
+    // Read as the explorer reads it: TypeScript defines it before this decorator runs.
+    const returnsObservable =
+      Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
     // The wrapper is installed now, not at boot, so that the router (which reads route handlers
     // before any module hook runs) and every other caller get it; it only dispatches to the call
     // that the explorer bound at boot, and refuses to run the method unlocked.
@@ -81,13 +85,14 @@ export function WithLock(key: LockKeySource, options: WithLockOptions = {}): Met
       const call =
         (self && instanceCalls.get(self)?.get(wrapper)) ??
         (self && classCalls.get(self.constructor)?.get(wrapper));
-      if (!call) {
-        throw new LockError(
-          `@WithLock on ${where}: no LockModule has bound this method. Import LockModule into ` +
-            'the application and register the class as a provider or controller.',
-        );
-      }
-      return call(self, args);
+      if (call) return call(self, args);
+      // Refused the way a bound call fails, so that the caller's .catch() (or the stream's
+      // error handler) sees it, rather than a throw from what it takes for an async method.
+      const error = new LockError(
+        `@WithLock on ${where}: no LockModule has bound this method. Import LockModule into ` +
+          'the application and register the class as a provider or controller.',
+      );
+      return returnsObservable ? throwError(() => error) : Promise.reject(error);
     };
     for (const metadataKey of Reflect.getOwnMetadataKeys(method)) {
       Reflect.defineMetadata(metadataKey, Reflect.getOwnMetadata(metadataKey, method), wrapper);

@@ -1,26 +1,34 @@
-import { LockNotAcquiredError, LockShuttingDownError } from '../lock.errors.js';
+import {
+  LockConnectionError,
+  LockNotAcquiredError,
+  LockShuttingDownError,
+} from '../lock.errors.js';
+import type { LockId } from '../keys/lock-keys.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
-import { kindOf, tagOf } from '../store/lock-kind.js';
+import { kindOf } from '../store/lock-kind.js';
 import type { AcquireAttempt, LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
-import type { HeldLock } from './held-lock.js';
+import { HeldLock, type LockOwner } from './held-lock.js';
+import type { InFlight } from './in-flight.js';
+import type { LockProbe } from '../telemetry/lock-telemetry.js';
+import type { ShutdownGate } from './shutdown.js';
 import { newToken } from './token.js';
 import type { Waiter, Waiters } from './waiters.js';
+import type { Watchdog } from './watchdog.js';
 
-/** What an acquisition needs from the engine that runs it. */
-export interface AcquisitionHost {
+/** The parts an acquisition works with, which the engine composes. */
+export interface AcquisitionParts {
   readonly store: LockStore;
   readonly waiters: Waiters;
-  /** Waiters queue in the store (fair mode). */
-  readonly fair: boolean;
-  /** Shutdown has begun: the caller must not start to wait. */
-  readonly closing: boolean;
-  /** Whether the lock with this token is held here (a late attempt must not give it back). */
-  holds(token: string): boolean;
-  /** Makes the caller a holder: a lock valid from `validFrom`, checked still valid. */
-  hold(acquisition: Acquisition, fencingToken: number, validFrom: number): HeldLock;
-  /** Runs a first attempt so that shutdown lets it finish, failing if shutdown began meanwhile. */
-  attemptBeforeShutdown(acquisition: Acquisition): Promise<AcquireAttempt>;
+  /** Keeps the locks it grants alive; knows whether a token is held here. */
+  readonly watchdog: Watchdog;
+  readonly gate: ShutdownGate;
+  /** First attempts on their way, which shutdown lets finish before it cleans up. */
+  readonly attempts: InFlight;
+  /** Whom the locks it grants call back to be released or extended. */
+  readonly owner: LockOwner;
+  /** What ends its tokens: the instance that holds, as `inspect()` reads it (see `ownerMark`). */
+  readonly instance: string;
 }
 
 /**
@@ -32,20 +40,29 @@ export class Acquisition implements Waiter {
   /** Tagged with the kind of lock asked for, which the store reads from it. */
   readonly token: string;
   readonly deadline: number;
+  /** The key as the caller named it, and its full key in the store. */
+  readonly name: string;
+  readonly key: string;
   private readonly startedAt = monotonicNow();
   private settle?: { resolve: (lock: HeldLock) => void; reject: (error: unknown) => void };
   /** In the waiting room: what an attempt of its took in the store is still the caller's. */
   private waiting = false;
 
   constructor(
-    private readonly host: AcquisitionHost,
-    /** The key as the caller named it, and its full key in the store. */
-    readonly name: string,
-    readonly key: string,
+    private readonly parts: AcquisitionParts,
+    id: LockId,
     readonly options: ResolvedAcquireOptions,
+    /**
+     * The caller runs inside work that holds a lock: work that shutdown lets finish, so it may
+     * still take the locks it needs until the grace period ends.
+     */
+    readonly insideLock = false,
+    /** Told how the acquisition goes, when telemetry records anything. */
+    private readonly probe?: LockProbe,
   ) {
+    ({ name: this.name, key: this.key } = id);
     this.deadline = this.startedAt + options.waitTimeout;
-    this.token = newToken(tagOf(kindOf(options)));
+    this.token = newToken(kindOf(options).tag, parts.instance);
   }
 
   /**
@@ -57,47 +74,118 @@ export class Acquisition implements Waiter {
   async run(throwIfHeld: boolean): Promise<HeldLock | undefined> {
     const { signal, waitTimeout } = this.options;
     signal?.throwIfAborted();
-    // Behind callers of this process that already wait for the key, a new caller queues up
-    // instead of trying first: otherwise a holder that releases and asks again wins every time.
-    const heard = this.host.waiters.heard(this.key);
+    // Without a queue in the store, a new caller behind callers of this process that already
+    // wait for the key queues up here instead of trying first: otherwise a holder that releases
+    // and asks again wins every time. With one, its first attempt takes its place in the
+    // store's line, which every process shares, and the store keeps that order.
+    const heard = this.parts.waiters.heard(this.key);
     const sentAt = monotonicNow();
     const first: AcquireAttempt =
-      waitTimeout > 0 && this.host.waiters.has(this.key)
+      waitTimeout > 0 && !this.parts.store.capabilities.queueing && this.parts.waiters.has(this.key)
         ? { acquired: false, pttl: -1 }
-        : await this.host.attemptBeforeShutdown(this);
+        : await this.firstAttempt();
     if (signal?.aborted) {
       // Abandoned during the attempt: give back whatever it took (the lock, a queue place).
-      await this.host.store.release(this.key, this.token).catch(() => undefined);
+      await this.parts.store.release(this.key, this.token).catch(() => undefined);
       throw signal.reason;
     }
-    if (first.acquired) return this.host.hold(this, first.fencingToken, sentAt);
+    // A grant answered after its validity ran out (the store paused) is no verdict for a
+    // caller that may wait: it asks again from its place in line, as a waiter does.
+    const late = first.acquired && waitTimeout > 0 ? this.late(sentAt) : undefined;
+    if (first.acquired && late === undefined) return this.hold(first.fencingToken, sentAt);
+    const pttl = first.acquired ? -1 : first.pttl;
     if (waitTimeout === 0) {
       if (!throwIfHeld) return undefined;
-      throw this.notAcquired(first.pttl, 0);
+      throw this.notAcquired(pttl, 0);
     }
-    if (this.host.closing) {
+    if (this.parts.gate.refuses(this.insideLock)) {
       this.leave();
       throw new LockShuttingDownError(this.name);
     }
     return new Promise<HeldLock>((resolve, reject) => {
       this.settle = { resolve, reject };
       this.waiting = true;
+      this.probe?.waiting();
       signal?.addEventListener('abort', this.abandon, { once: true });
-      this.host.waiters.wait(this.key, this, first.pttl, heard);
+      this.parts.waiters.wait(this.key, this, pttl, late ? undefined : heard, late);
     });
   }
 
   /** One atomic attempt; in fair mode a refused one takes or keeps the caller's place in line. */
   attempt(): Promise<AcquireAttempt> {
-    const queue = this.host.fair && this.options.waitTimeout > 0;
+    if (this.probe !== undefined) return this.probe.within(() => this.send());
+    return this.send();
+  }
+
+  private send(): Promise<AcquireAttempt> {
+    const queue = this.parts.store.capabilities.queueing && this.options.waitTimeout > 0;
     // An attempt that timed out and is applied later took what the caller's next attempt will
     // find its own: it is given back only if the caller neither holds the lock nor waits on.
-    return this.host.store.acquire(
+    return this.parts.store.acquire(
       this.key,
       this.token,
       this.options.ttl,
       queue,
-      () => this.waiting || this.host.holds(this.token),
+      () => this.waiting || this.parts.watchdog.holds(this.token),
+    );
+  }
+
+  /**
+   * The first attempt, which shutdown lets finish: what it took is given back, and the caller
+   * refused, if shutdown began meanwhile.
+   */
+  private firstAttempt(): Promise<AcquireAttempt> {
+    const { store, gate, attempts } = this.parts;
+    const running = this.attempt().then((result) => {
+      if (!gate.refuses(this.insideLock)) return result;
+      return store
+        .release(this.key, this.token)
+        .then(undefined, () => undefined)
+        .then(() => Promise.reject(new LockShuttingDownError(this.name)));
+    });
+    return attempts.track(running);
+  }
+
+  /**
+   * Makes the caller a holder of a lock valid from `validFrom`. A lock granted once shutdown
+   * refuses the caller, or whose validity ran out before its answer came (a stall, or a WAIT
+   * for replicas, that outlasted the TTL) and may already be someone else's, is given back
+   * instead of starting work that nothing protects.
+   * @throws LockShuttingDownError, LockConnectionError
+   */
+  private hold(fencingToken: number, validFrom: number): HeldLock {
+    const { store, watchdog, gate, owner } = this.parts;
+    const refusal = gate.refuses(this.insideLock)
+      ? new LockShuttingDownError(this.name)
+      : this.late(validFrom);
+    if (refusal) {
+      store.release(this.key, this.token).catch(() => undefined);
+      throw refusal;
+    }
+    const { name, key, token, probe } = this;
+    const { ttl, watchdog: renewed, holdFor } = this.options;
+    const grant = {
+      name,
+      key,
+      token,
+      fencingToken,
+      ttl,
+      watchdog: renewed,
+      validFrom,
+      holdFor,
+      probe,
+    };
+    const lock = new HeldLock(owner, grant);
+    watchdog.track(lock);
+    return lock;
+  }
+
+  late(validFrom: number): LockConnectionError | undefined {
+    const { ttl } = this.options;
+    if (validFrom + ttl - this.parts.owner.driftOf(ttl) > monotonicNow()) return undefined;
+    return new LockConnectionError(
+      this.name,
+      `the lock was granted, but its validity (ttl ${ttl} ms) ran out before the answer came`,
     );
   }
 
@@ -105,7 +193,7 @@ export class Acquisition implements Waiter {
     this.waiting = false;
     this.stopListening();
     try {
-      this.settle?.resolve(this.host.hold(this, fencingToken, validFrom));
+      this.settle?.resolve(this.hold(fencingToken, validFrom));
     } catch (error) {
       this.settle?.reject(error);
     }
@@ -130,7 +218,7 @@ export class Acquisition implements Waiter {
   }
 
   private readonly abandon = () =>
-    this.host.waiters.cancel(this.key, this, () => {
+    this.parts.waiters.cancel(this.key, this, () => {
       this.waiting = false;
       this.leave();
       this.settle?.reject(this.options.signal?.reason);
@@ -145,7 +233,7 @@ export class Acquisition implements Waiter {
    * for it meanwhile goes on to the next in line.
    */
   private leave(): void {
-    this.host.store.release(this.key, this.token).catch(() => undefined);
+    this.parts.store.release(this.key, this.token).catch(() => undefined);
   }
 
   /**

@@ -1,10 +1,12 @@
 import { LockLostError } from '../lock.errors.js';
-import type { Lock } from '../lock.js';
+import type { Lock, LockHandle } from '../lock.js';
+import type { LockProbe } from '../telemetry/lock-telemetry.js';
 
 /** What a {@link HeldLock} calls back into for the work that needs the store. */
 export interface LockOwner {
   releaseLock(lock: HeldLock): Promise<boolean>;
   extendLock(lock: HeldLock, ttl?: number): Promise<boolean>;
+  handOffLock(lock: HeldLock): Promise<LockHandle>;
   /** How much of a TTL the lock's validity gives up to clock drift, in ms. */
   driftOf(ttl: number): number;
 }
@@ -20,19 +22,23 @@ export interface LockGrant {
   /** Monotonic ms at which the request that proved the lock ours was sent. */
   validFrom: number;
   holdFor?: number;
+  /** What telemetry follows the lock by, when it records anything. */
+  probe?: LockProbe;
 }
 
 /** The library's lock handle, with the bookkeeping that the watchdog needs. */
 export class HeldLock implements Lock {
   /** Created when somebody asks for the signal or the lock is lost, not for every lock. */
   private controller?: AbortController;
-  private state: 'held' | 'released' | 'lost' = 'held';
+  private state: 'held' | 'released' | 'lost' | 'handed-off' = 'held';
   /** Monotonic ms until which the lock is certainly ours, unless renewed. */
   validUntil = 0;
   /** Monotonic ms at which the watchdog wants to renew it. */
   renewAt = 0;
-  /** A renewal is on its way to Redis. */
+  /** A renewal is on its way to the store. */
   renewing = false;
+  /** Monotonic ms of the watchdog's queue entry that counts for it (NaN: none). */
+  dueAt = NaN;
   /** Monotonic ms at which the acquiring request was sent. */
   readonly acquiredAt: number;
   private confirmedAt = -Infinity;
@@ -47,6 +53,8 @@ export class HeldLock implements Lock {
   readonly watchdog: boolean;
   /** Throttle mode: the lock is left to end this many ms after it was taken, not deleted. */
   readonly holdFor?: number;
+  /** Told when the hold ends (see {@link LockGrant.probe}). */
+  readonly probe?: LockProbe;
 
   /** @param grant what the caller was granted, valid from the monotonic ms `validFrom` */
   constructor(
@@ -60,6 +68,7 @@ export class HeldLock implements Lock {
     this.ttl = grant.ttl;
     this.watchdog = grant.watchdog;
     this.holdFor = grant.holdFor;
+    this.probe = grant.probe;
     this.acquiredAt = grant.validFrom;
     this.confirmed(grant.validFrom, grant.ttl);
   }
@@ -86,16 +95,31 @@ export class HeldLock implements Lock {
     return this.owner.extendLock(this, ttl);
   }
 
+  handOff(): Promise<LockHandle> {
+    return this.owner.handOffLock(this);
+  }
+
   /**
-   * Redis confirmed the lock with `ttl` for a request sent at monotonic time `sentAt`. Redis
-   * applies one connection's requests in the order they were sent, so a confirmation of an
-   * earlier request than the last one confirmed says nothing new.
+   * The store confirmed the lock with `ttl` for a request sent at monotonic time `sentAt`. The
+   * store applies one connection's requests in the order they were sent, so a confirmation of
+   * an earlier request than the last one confirmed says nothing new.
    */
   confirmed(sentAt: number, ttl: number): void {
     if (sentAt < this.confirmedAt) return;
     this.confirmedAt = sentAt;
     this.validUntil = sentAt + ttl - this.owner.driftOf(ttl);
     this.renewAt = sentAt + Math.floor(ttl / 3);
+  }
+
+  /**
+   * A request sent at `sentAt` that asked for `ttl` got no answer and may have been applied: the
+   * lock is certainly ours only until the sooner of its current end and the one it asked for.
+   * Nor can an answer that comes later to a request sent before it say more, as the store may
+   * have applied this one after it.
+   */
+  mayHaveApplied(sentAt: number, ttl: number): void {
+    this.validUntil = Math.min(this.validUntil, sentAt + ttl - this.owner.driftOf(ttl));
+    this.confirmedAt = Math.max(this.confirmedAt, sentAt);
   }
 
   /** Marks the lock released by its owner; `false` if it had already ended. */
@@ -105,18 +129,48 @@ export class HeldLock implements Lock {
     return true;
   }
 
-  /** Undoes {@link markReleased} when the release never reached Redis. */
-  markHeldAgain(): void {
-    if (this.state === 'released') this.state = 'held';
+  /**
+   * The owner's release got no answer: the store may have applied it, and the lock be another's
+   * already. The lock stays ended as released (its work is over, not lost), and its signal
+   * tells whatever still looks at it that it protects nothing any more.
+   */
+  markReleaseUnanswered(reason: string): void {
+    if (this.state !== 'released') return;
+    this.probe?.ended('released');
+    this.controller ??= new AbortController();
+    this.controller.abort(new LockLostError(this.name, reason));
   }
 
   /** Marks the lock lost and aborts its signal; `false` if it had already ended. */
   markLost(reason: string): boolean {
     if (this.state === 'lost') return false;
     this.state = 'lost';
+    this.probe?.ended('lost');
     this.controller ??= new AbortController();
     this.controller.abort(new LockLostError(this.name, reason));
     return true;
+  }
+
+  /**
+   * Marks the lock handed to another process: its hold here ends as a release would end it,
+   * and its signal tells the work that still runs here that the lock no longer protects it.
+   * `false` if it had already ended.
+   */
+  markHandedOff(): boolean {
+    if (this.state !== 'held') return false;
+    this.state = 'handed-off';
+    this.probe?.ended('released');
+    this.controller ??= new AbortController();
+    this.controller.abort(
+      new LockLostError(this.name, 'it was handed off (handOff) to be adopted by another process'),
+    );
+    return true;
+  }
+
+  /** The lock as plain JSON for `LockService.adopt`, token included (unlike {@link toJSON}). */
+  handle(): LockHandle {
+    const { name, key, token, fencingToken, ttl } = this;
+    return { name, key, token, fencingToken, ttl };
   }
 
   /** Keeps the token out of logs and error reports that print the object. */

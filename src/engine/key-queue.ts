@@ -1,36 +1,10 @@
-import {
-  HANDOVER_LEASE,
-  QUEUE_LEASE,
-  parseHandover,
-  type AcquireAttempt,
-} from '../store/lock-store.interface.js';
+import { HANDOVER_LEASE, type LockEvent } from '../store/lock-store.interface.js';
 import { LockConnectionError } from '../lock.errors.js';
 import { monotonicNow } from './clock.js';
+import { PlaceKeeper } from './place-keeper.js';
+import { Recheck } from './recheck.js';
+import type { Waiter } from './waiter.js';
 
-/** A caller waiting for a lock, as the waiting room sees it. */
-export interface Waiter {
-  /** The token the caller's lock will carry. */
-  readonly token: string;
-  /** Monotonic ms after which the caller gives up. */
-  readonly deadline: number;
-  /** One atomic acquisition attempt with the caller's token and TTL. */
-  attempt(): Promise<AcquireAttempt>;
-  /**
-   * The caller holds the lock, valid from monotonic `validFrom`: when the request whose answer
-   * proved it (the caller's own attempt, or the release that handed it over) was sent.
-   */
-  acquired(fencingToken: number, validFrom: number): void;
-  /** The caller gives up with `error`, and leaves the store's queue. */
-  failed(error: unknown): void;
-  /** The deadline passed; `pttl` is what the last attempt learned of the holder's TTL. */
-  timedOut(pttl: number): void;
-  /** An attempt succeeded after the caller had given up: the lock must be handed back. */
-  abandoned(): void;
-}
-
-/** First and largest delay of the fallback re-check, for when a release message is lost. */
-const FIRST_BACKOFF = 50;
-const MAX_BACKOFF = 1_000;
 /** Turns announced that a queue remembers for callers about to join it. */
 const RECENT_TURNS = 8;
 
@@ -58,9 +32,7 @@ export class KeyQueue {
   private attempting = false;
   /** A release was announced while an attempt was on its way. */
   private notified = false;
-  private fallback?: NodeJS.Timeout;
-  private fallbackAt = Infinity;
-  private backoff = FIRST_BACKOFF;
+  private readonly recheck = new Recheck(() => this.next());
   /** Waiters that a release of this process served while their own attempt was on its way. */
   private readonly handedOver = new WeakSet<Waiter>();
   /**
@@ -69,33 +41,41 @@ export class KeyQueue {
    */
   private readonly unreachable = new Map<Waiter, LockConnectionError>();
   /** Renews the places of the callers behind the head while there are any. */
-  private keeping?: NodeJS.Timeout;
+  private readonly places: PlaceKeeper;
 
   /**
    * @param pttl the holder's TTL as the first attempt saw it, or -1
    * @param queueing the store keeps a queue (fair mode): a caller that becomes the head here
-   *   tries at once, which takes its place in that queue; without one it would only find the
+   *   tries at once, which renews its place in that queue; without one it would only find the
    *   lock taken, and waits for the release instead
    * @param emptied called when the last waiter has left
    * @param keepPlaces renews the store's queue leases of the given callers (with a queueing
    *   store): those behind the head, which make no attempts, took places with their first
-   *   attempts when they started together with it, and a place that is not renewed lapses as
-   *   a dead waiter's does
+   *   attempts, and a place that is not renewed lapses as a dead waiter's does
    */
   constructor(
     readonly key: string,
     private pttl: number,
     private readonly queueing: boolean,
     private readonly emptied: (queue: KeyQueue) => void,
-    private readonly keepPlaces?: (tokens: string[]) => void,
-  ) {}
+    keepPlaces?: (tokens: string[]) => void,
+  ) {
+    this.places = new PlaceKeeper(keepPlaces);
+  }
 
   /**
    * Adds a caller; `heard` is how many release messages had been heard when its first attempt
-   * was sent, if the key was subscribed to then.
+   * was sent, if the key was subscribed to then. `late` puts it at the head: a caller whose
+   * first attempt was granted too late to use, whose token may still hold the lock. That is
+   * its last word from the store until another attempt is answered.
    */
-  add(waiter: Waiter, heard?: number): void {
-    this.waiters.push(waiter);
+  add(waiter: Waiter, heard?: number, late?: LockConnectionError): void {
+    if (late) {
+      this.waiters.unshift(waiter);
+      this.unreachable.set(waiter, late);
+    } else {
+      this.waiters.push(waiter);
+    }
     if (waiter.deadline < Infinity) this.armDeadline(waiter);
     this.keepPlacesBehindHead();
     if (!this.subscribed || this.attempting || this.waiters[0] !== waiter) return;
@@ -108,7 +88,7 @@ export class KeyQueue {
 
   /** The queue gets waiters again after it lingered empty. */
   reopen(pttl: number): void {
-    this.backoff = FIRST_BACKOFF;
+    this.recheck.reset();
     this.pttl = pttl;
   }
 
@@ -124,8 +104,19 @@ export class KeyQueue {
    * that caller no longer waits.
    */
   handOver(token: string, fencingToken: number, validFrom: number): boolean {
-    const waiter = this.waiters.find((candidate) => candidate.token === token);
-    if (!waiter) return false;
+    const index = this.waiters.findIndex((candidate) => candidate.token === token);
+    if (index < 0) return false;
+    const waiter = this.waiters[index];
+    const late = waiter.late(validFrom);
+    if (late) {
+      this.unreachable.set(waiter, late);
+      // The release was answered too late to date the lock from it: the caller asks at once
+      // instead, which renews the lock if it is still its own, and keeps its place otherwise.
+      this.waiters.unshift(...this.waiters.splice(index, 1));
+      if (this.attempting) this.notified = true;
+      else this.next();
+      return true;
+    }
     this.handedOver.add(waiter);
     this.remove(waiter);
     waiter.acquired(fencingToken, validFrom);
@@ -148,32 +139,31 @@ export class KeyQueue {
     return true;
   }
 
-  /** Fails every waiting caller with `error`. */
-  failAll(error: unknown): void {
-    this.stopKeepingPlaces();
+  /** Fails every waiting caller with the error `errorOf` it. */
+  failAll(errorOf: (waiter: Waiter) => unknown): void {
+    this.places.stop();
     for (const waiter of this.waiters.splice(0)) {
       clearTimeout(this.timeouts.get(waiter));
-      waiter.failed(error);
+      waiter.failed(errorOf(waiter));
     }
   }
 
   /** Stops the fallback re-check; for good, with the keeping of places, once it is closed. */
   stop(): void {
-    clearTimeout(this.fallback);
-    this.fallbackAt = Infinity;
-    if (this.closed) this.stopKeepingPlaces();
+    this.recheck.stop();
+    if (this.closed) this.places.stop();
   }
 
-  /** A release message on the key's channel. */
-  heardRelease(message: string): void {
-    const turn = parseHandover(message);
+  /** What the store told of the key: a release, or somebody's turn. */
+  heard(event: LockEvent): void {
+    const turn = event.type === 'turn' ? event.token : undefined;
     if (turn === undefined) this.releases++;
     else if (this.turns.push(turn) > RECENT_TURNS) this.turns.shift();
     const named = turn === undefined ? -1 : this.waiters.findIndex((w) => w.token === turn);
     if (named > 0) {
-      // The turn of a caller of ours behind the head: it took its place in the store's line
-      // with a first attempt of its own (callers that started together all do). It goes first
-      // here too, or nobody would take the lock reserved for it.
+      // The turn of a caller of ours behind the head (the head's own place lapsed, or its
+      // first attempt reached the store later). It goes first here too, or nobody would take
+      // the lock reserved for it.
       this.waiters.unshift(...this.waiters.splice(named, 1));
     }
     const head = this.waiters[0];
@@ -188,7 +178,7 @@ export class KeyQueue {
     }
     // A release, or our head's turn: its next attempt takes the lock.
     if (turn === undefined) {
-      this.backoff = FIRST_BACKOFF;
+      this.recheck.reset();
       this.pttl = -1;
     }
     if (this.attempting) this.notified = true;
@@ -212,7 +202,15 @@ export class KeyQueue {
         this.attempting = false;
         // The store answered: no caller's last word from it is that it could not be reached.
         this.unreachable.clear();
-        if (result.acquired) {
+        const late = result.acquired ? head.late(sentAt) : undefined;
+        if (late && this.waiters.includes(head)) {
+          // The store answered after the TTL (it paused, or failed over): the lock may have
+          // expired and gone to another meanwhile. The caller asks again at once, in its place,
+          // which renews the lock if it is still its own.
+          this.unreachable.set(head, late);
+          this.pttl = -1;
+          this.notified = true;
+        } else if (result.acquired) {
           if (this.remove(head)) head.acquired(result.fencingToken, sentAt);
           else if (!this.handedOver.has(head)) head.abandoned();
           this.pttl = -1;
@@ -255,33 +253,12 @@ export class KeyQueue {
 
   /** Arms the fallback re-check; with `sooner`, only if it comes before the one armed. */
   private fallBack(sooner = false): void {
-    const jittered = this.backoff * (0.75 + Math.random() / 2);
-    const delay = this.pttl >= 0 ? Math.min(jittered, this.pttl + 1) : jittered;
-    if (sooner && monotonicNow() + delay >= this.fallbackAt) return;
-    this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF);
-    this.stop();
-    this.fallbackAt = monotonicNow() + delay;
-    this.fallback = setTimeout(() => {
-      this.fallbackAt = Infinity;
-      this.next();
-    }, delay);
+    this.recheck.arm(this.pttl, sooner);
   }
 
-  /**
-   * While callers wait behind the head, renews their places in the store's queue every third of
-   * the queue lease, as the head's attempts renew its own: a long wait must not cost them their
-   * turn against callers of other processes that came later.
-   */
   private keepPlacesBehindHead(): void {
-    if (!this.keepPlaces || !this.queueing || this.keeping || this.waiters.length < 2) return;
-    this.keeping = setInterval(() => {
-      this.keepPlaces?.(this.waiters.slice(1).map((waiter) => waiter.token));
-    }, QUEUE_LEASE / 3);
-  }
-
-  private stopKeepingPlaces(): void {
-    clearInterval(this.keeping);
-    this.keeping = undefined;
+    if (!this.queueing || this.waiters.length < 2) return;
+    this.places.start(() => this.waiters.slice(1).map((waiter) => waiter.token));
   }
 
   private armDeadline(waiter: Waiter): void {
@@ -311,7 +288,7 @@ export class KeyQueue {
     clearTimeout(this.timeouts.get(waiter));
     this.timeouts.delete(waiter);
     this.unreachable.delete(waiter);
-    if (this.waiters.length < 2) this.stopKeepingPlaces();
+    if (this.waiters.length < 2) this.places.stop();
     return true;
   }
 }

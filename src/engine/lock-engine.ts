@@ -2,152 +2,172 @@ import { MIN_TTL } from '../lock.constants.js';
 import {
   LockConnectionError,
   LockLostError,
-  LockOptionsError,
   LockShuttingDownError,
   messageOf,
-  StaleFencingTokenError,
 } from '../lock.errors.js';
-import { sideKeyOf, toDataKey, toRedisKey } from '../keys/lock-keys.js';
+import type { LockId } from '../keys/lock-keys.js';
+import type { LockHandle } from '../lock.js';
 import type {
   ResolvedAcquireOptions,
   ResolvedLockOptions,
 } from '../options/lock-options.interface.js';
 import { checkTtl } from '../options/option-checks.js';
-import type { AcquireAttempt, LockStore } from '../store/lock-store.interface.js';
-import { Acquisition, type AcquisitionHost } from './acquisition.js';
+import type { LockStore } from '../store/lock-store.interface.js';
+import {
+  NO_TELEMETRY,
+  observeAcquire,
+  type LockProbe,
+  type LockTelemetry,
+} from '../telemetry/lock-telemetry.js';
+import { Acquisition, type AcquisitionParts } from './acquisition.js';
 import { driftOf, monotonicNow } from './clock.js';
-import { HeldLock, type LockOwner } from './held-lock.js';
+import { adopt, handOff, type HandleParts } from './handles.js';
+import type { HeldLock, LockOwner } from './held-lock.js';
+import { InFlight } from './in-flight.js';
 import { LockScopes } from './lock-scopes.js';
+import { acquireAll } from './multi-held-lock.js';
+import { drain, endAll, ShutdownGate } from './shutdown.js';
+import { ownerMark } from './token.js';
+import type { Waiter } from './waiter.js';
 import { Waiters } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
-
-/** How long shutdown waits for the release of the locks still held. */
-const SHUTDOWN_RELEASE_TIMEOUT = 2_000;
 
 /**
  * The lock engine: acquisition, waiting, the watchdog, release after work and shutdown, over one
  * lock store. It knows nothing of Nest; `LockService` is its face.
  */
-export class LockEngine implements AcquisitionHost, LockOwner {
+export class LockEngine implements LockOwner {
   readonly waiters: Waiters;
   /** Runs work under locks, reentrantly (`using`, `@WithLock`). */
   readonly scopes: LockScopes;
   private readonly watchdog: Watchdog;
-  private closed = false;
+  /** Where shutdown stands. */
+  private readonly gate = new ShutdownGate();
+  /** What every acquisition, hand-off and adoption works with. */
+  private readonly parts: AcquisitionParts & HandleParts;
   private stopped?: Promise<void>;
   private storeClosed?: Promise<void>;
   /** First acquisition attempts on their way, which shutdown lets finish before it cleans up. */
-  private readonly attempts = new Set<Promise<unknown>>();
+  private readonly attempts = new InFlight();
+  /**
+   * Releases on their way: shutdown waits for them before it closes the store, or a lock whose
+   * work ended would be found unreleased and its holder told it was lost.
+   */
+  private readonly releases = new InFlight();
 
-  /** @param warn where problems that no caller waits for are reported */
+  /**
+   * @param warn where problems that no caller waits for are reported
+   * @param telemetry where acquisitions and holds are reported (metrics and spans)
+   */
   constructor(
     private readonly options: ResolvedLockOptions,
     readonly store: LockStore,
     private readonly warn: (message: string) => void,
+    private readonly telemetry: LockTelemetry = NO_TELEMETRY,
   ) {
     this.watchdog = new Watchdog(
       store,
       (lock, reason, kind) => this.onLost(lock, reason, kind),
       (error) => warn(`Lock renewal failed, will retry: ${messageOf(error)}`),
     );
-    this.waiters = new Waiters(store, options.fair);
-    this.scopes = new LockScopes(this, options.keyPrefix);
-  }
-
-  get fair(): boolean {
-    return this.options.fair;
-  }
-
-  /** Shutdown has begun: no new holder, no new waiter. */
-  get closing(): boolean {
-    return this.closed;
+    this.waiters = new Waiters(store, store.capabilities.queueing);
+    this.scopes = new LockScopes(this);
+    const { waiters, watchdog, gate, attempts } = this;
+    const instance = ownerMark(options.instanceId);
+    const adopting = new Set<string>();
+    this.parts = { store, waiters, watchdog, gate, attempts, owner: this, instance, adopting };
   }
 
   /**
-   * The lock on `name`, waiting for it as the options say.
+   * The lock `id`, waiting for it as the options say.
    * @throws LockNotAcquiredError when it stays held
    */
-  async acquire(name: string, options: ResolvedAcquireOptions): Promise<HeldLock> {
-    return this.start(name, options).run(true);
+  async acquire(id: LockId, options: ResolvedAcquireOptions): Promise<HeldLock> {
+    const probe = this.telemetry.startAcquire(id, options);
+    if (probe === undefined) return this.start(id, options).run(true);
+    return observeAcquire(probe, options, () => this.start(id, options, probe).run(true));
   }
 
-  /** The lock on `name` if it is free right now; `undefined` when it is held. */
-  async tryAcquire(name: string, options: ResolvedAcquireOptions): Promise<HeldLock | undefined> {
-    return this.start(name, { ...options, waitTimeout: 0 }).run(false);
-  }
-
-  holds(token: string): boolean {
-    return this.watchdog.holds(token);
-  }
-
-  hold(acquisition: Acquisition, fencingToken: number, validFrom: number): HeldLock {
-    const { name, key, token, options } = acquisition;
-    if (this.closed) {
-      // Granted while shutdown ran, after it collected the locks to release: give it back.
-      this.store.release(key, token).catch(() => undefined);
-      throw new LockShuttingDownError(name);
-    }
-    const { ttl, watchdog, holdFor } = options;
-    const grant = { name, key, token, fencingToken, ttl, watchdog, validFrom, holdFor };
-    const lock = new HeldLock(this, grant);
-    this.watchdog.track(lock);
-    return this.usable(lock);
-  }
-
-  attemptBeforeShutdown(acquisition: Acquisition): Promise<AcquireAttempt> {
-    const running = acquisition.attempt().then((result) => {
-      if (!this.closed) return result;
-      // Shutdown began meanwhile: undo what the attempt took (a lock, a queue place).
-      return this.store
-        .release(acquisition.key, acquisition.token)
-        .then(undefined, () => undefined)
-        .then(() => Promise.reject(new LockShuttingDownError(acquisition.name)));
-    });
-    const forget = () => this.attempts.delete(settled);
-    const settled: Promise<unknown> = running.then(forget, forget);
-    this.attempts.add(settled);
-    return running;
+  /** The lock `id` if it is free right now; `undefined` when it is held. */
+  async tryAcquire(id: LockId, options: ResolvedAcquireOptions): Promise<HeldLock | undefined> {
+    const now = { ...options, waitTimeout: 0 };
+    const probe = this.telemetry.startAcquire(id, now);
+    if (probe === undefined) return this.start(id, now).run(false);
+    return observeAcquire(probe, now, () => this.start(id, now, probe).run(false));
   }
 
   /**
-   * Deletes the lock (`Lock.release`), or with `holdFor` leaves it in the store until `holdFor`
-   * ms after it was taken. Either way this process stops renewing it.
+   * Takes over a lock that another process handed off (`LockService.adopt`), from now on
+   * renewed by this process's watchdog and drained by its shutdown like any lock it took.
+   * @throws LockLostError when the handle's lock is gone, or held here already
    */
-  async releaseLock(lock: HeldLock): Promise<boolean> {
-    if (!lock.markReleased()) return false;
+  async adopt(id: LockId, handle: LockHandle, options: ResolvedAcquireOptions): Promise<HeldLock> {
+    const probe = this.telemetry.startAcquire(id, options);
+    if (probe === undefined) return adopt(this.parts, id, handle, options);
+    return observeAcquire(probe, options, () => adopt(this.parts, id, handle, options, probe));
+  }
+
+  /** `Lock.handOff`: this process no longer renews, releases nor drains the lock. */
+  handOffLock(lock: HeldLock): Promise<LockHandle> {
+    return handOff(this.parts, lock);
+  }
+
+  /** The locks `ids`, all or none (see {@link acquireAll}). */
+  acquireAll(ids: readonly LockId[], options: ResolvedAcquireOptions): Promise<HeldLock[]> {
+    return acquireAll(this, ids, options);
+  }
+
+  /**
+   * Deletes the lock (`Lock.release`), or with `holdFor` (unless not `keepWindow`) leaves it in
+   * the store until `holdFor` ms after it was taken. Either way this process stops renewing it.
+   */
+  releaseLock(lock: HeldLock, keepWindow = true): Promise<boolean> {
+    if (!lock.markReleased()) return Promise.resolve(false);
     this.watchdog.untrack(lock);
+    const { probe } = lock;
+    if (probe === undefined) return this.release(lock, keepWindow);
+    return probe.traceRelease(() => this.release(lock, keepWindow));
+  }
+
+  /** {@link releaseLock} once the lock is marked released. */
+  private async release(lock: HeldLock, keepWindow: boolean): Promise<boolean> {
     const keepFor =
-      lock.holdFor === undefined ? 0 : Math.ceil(lock.acquiredAt + lock.holdFor - monotonicNow());
+      lock.holdFor === undefined || !keepWindow
+        ? 0
+        : Math.ceil(lock.acquiredAt + lock.holdFor - monotonicNow());
     let released: boolean;
+    const releasing = this.releases.track(
+      keepFor >= MIN_TTL ? this.keep(lock, keepFor) : this.delete(lock),
+    );
     try {
-      released = keepFor >= MIN_TTL ? await this.keep(lock, keepFor) : await this.delete(lock);
+      released = await releasing;
     } catch (error) {
-      if (this.closed) {
-        // Shutdown began during the release and did not see this lock (it was untracked): it
-        // must not be renewed again while the process drains. Its TTL ends it if this last
-        // try fails too.
-        lock.markLost('the lock service shut down');
-        this.store.release(lock.key, lock.token).catch(() => undefined);
-      } else {
-        lock.markHeldAgain();
-        this.watchdog.track(lock);
+      // No answer: the release (or the window's hold) may still be applied, and the lock be
+      // another's at once. Nobody may count on it any more (its signal aborts), and a release
+      // is tried once more, so that it does not linger until its TTL (a window is left alone).
+      if (this.gate.phase === 'closed') lock.markLost('the lock service shut down');
+      else {
+        const reason = `its release got no answer (${messageOf(error)}): the store may have let it go`;
+        lock.markReleaseUnanswered(reason);
       }
+      if (keepFor < MIN_TTL) this.store.release(lock.key, lock.token).catch(() => undefined);
       throw error;
     }
     if (!released) lock.markLost('it had expired or been taken before it was released');
+    else lock.probe?.ended('released');
     return released;
   }
 
   /**
    * Releases a lock whose work has ended. Nobody will retry a release that fails here, so the
    * lock is then left to expire instead of being renewed again.
+   * @param keepWindow see {@link releaseLock}
    */
-  async releaseAfterWork(lock: HeldLock): Promise<void> {
+  async releaseAfterWork(lock: HeldLock, keepWindow = true): Promise<void> {
     try {
-      await this.releaseLock(lock);
+      await this.releaseLock(lock, keepWindow);
     } catch (error) {
       this.watchdog.untrack(lock);
-      lock.markReleased();
       this.warn(
         `Could not release lock "${lock.name}" (it will expire by its TTL): ${messageOf(error)}`,
       );
@@ -165,35 +185,12 @@ export class LockEngine implements AcquisitionHost, LockOwner {
     return driftOf(ttl, this.options.driftFactor);
   }
 
-  /** Whether anybody (this process or another) holds the lock on `name`. */
-  isLocked(name: string): Promise<boolean> {
-    return this.store.isLocked(toRedisKey(this.options.keyPrefix, name));
-  }
-
-  /** The fencing guard: see `LockService.writeFenced`. */
-  async writeFenced(
-    resource: string,
-    value: string,
-    fencingToken: number,
-    options: { ttl?: number },
-  ): Promise<void> {
-    const key = toDataKey(this.options.keyPrefix, resource);
-    if (typeof value !== 'string') throw new LockOptionsError('value', value, 'a string');
-    if (!Number.isSafeInteger(fencingToken) || fencingToken <= 0) {
-      throw new LockOptionsError('fencingToken', fencingToken, 'a fencing token from a Lock');
-    }
-    const ttl = options.ttl === undefined ? 0 : checkTtl('ttl', options.ttl);
-    const guard = sideKeyOf(key, 'fenced');
-    const result = await this.store.writeFenced(key, guard, value, fencingToken, ttl);
-    if (!result.written) {
-      throw new StaleFencingTokenError(resource, fencingToken, result.highestSeen);
-    }
-  }
-
   /**
-   * Stops taking locks: fails pending waiters, stops the watchdog, tells work still running
-   * under this process's locks that they are lost, and releases them (bounded in time). The
-   * store stays open (for {@link isLocked} and {@link writeFenced}) until {@link shutdown}.
+   * Stops taking locks: refuses pending waiters and new calls, then lets the work running under
+   * this process's locks finish for up to `shutdownGrace` ms, the watchdog renewing each lock
+   * until its work releases it. Locks still held when the grace runs out are told they are lost
+   * and released (bounded in time). The store stays open (for {@link isLocked} and the fencing
+   * guard) until {@link shutdown}.
    */
   async stop(): Promise<void> {
     this.stopped ??= this.stopTakingLocks();
@@ -208,47 +205,30 @@ export class LockEngine implements AcquisitionHost, LockOwner {
   }
 
   private async stopTakingLocks(): Promise<void> {
-    this.closed = true;
-    // A lock key is the prefix and the caller's name: the error names the key as the caller did.
-    const prefix = this.options.keyPrefix.length;
-    const waiting = this.waiters.close((key) => new LockShuttingDownError(key.slice(prefix)));
-    const held = this.watchdog.stop();
-    // Work may still run under these locks: tell it before another process can take them.
-    for (const lock of held) lock.markLost('the lock service shut down');
-    const releaseAll = async () => {
-      // Leave the queues first, so that no released lock is handed to a waiter of ours.
-      await Promise.allSettled(waiting.map(({ key, token }) => this.store.release(key, token)));
-      await Promise.allSettled(held.map((lock) => this.store.release(lock.key, lock.token)));
+    this.gate.phase = 'draining';
+    const refusal = (waiter: Waiter) => new LockShuttingDownError(waiter.name);
+    // Callers inside locked work may still need their locks to finish it: they wait on.
+    const refused = this.waiters.refuse(refusal, (waiter) => waiter.insideLock === true);
+    const parts = {
+      store: this.store,
+      waiters: this.waiters,
+      watchdog: this.watchdog,
+      inFlight: [this.attempts, this.releases],
     };
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all([releaseAll(), Promise.allSettled([...this.attempts])]),
-      new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_RELEASE_TIMEOUT))),
-    ]);
-    clearTimeout(timer);
+    const { shutdownGrace } = this.options;
+    await drain(parts, shutdownGrace);
+    this.gate.phase = 'closed';
+    const reason =
+      shutdownGrace === 0
+        ? 'the lock service shut down'
+        : `the lock service shut down and its grace period (shutdownGrace ${shutdownGrace} ms) ran out`;
+    await endAll(parts, refusal, reason, refused);
   }
 
-  private start(name: string, options: ResolvedAcquireOptions): Acquisition {
-    const key = toRedisKey(this.options.keyPrefix, name);
-    if (this.closed) throw new LockShuttingDownError(name);
-    return new Acquisition(this, name, key, options);
-  }
-
-  /**
-   * A lock whose validity ran out before its acquisition was answered (a stall, or a WAIT for
-   * replicas, that outlasted the TTL) may already be someone else's: it is given back, and the
-   * acquisition fails instead of starting work that nothing protects.
-   * @throws LockConnectionError
-   */
-  private usable(lock: HeldLock): HeldLock {
-    if (lock.validUntil > monotonicNow()) return lock;
-    this.watchdog.untrack(lock);
-    lock.markReleased();
-    this.store.release(lock.key, lock.token).catch(() => undefined);
-    throw new LockConnectionError(
-      lock.name,
-      `the lock was granted, but its validity (ttl ${lock.ttl} ms) ran out before the answer came`,
-    );
+  private start(id: LockId, options: ResolvedAcquireOptions, probe?: LockProbe): Acquisition {
+    const insideLock = this.scopes.holdsAny();
+    if (this.gate.refuses(insideLock)) throw new LockShuttingDownError(id.name);
+    return new Acquisition(this.parts, id, options, insideLock, probe);
   }
 
   /**
@@ -257,7 +237,9 @@ export class LockEngine implements AcquisitionHost, LockOwner {
    * sent before the store gave it, dates its validity.
    */
   private async delete(lock: HeldLock): Promise<boolean> {
-    const successor = this.options.fair ? this.waiters.successor(lock.key) : undefined;
+    const successor = this.store.capabilities.queueing
+      ? this.waiters.successor(lock.key)
+      : undefined;
     const sentAt = monotonicNow();
     const { released, successorFencingToken } = await this.store.release(
       lock.key,
@@ -270,7 +252,7 @@ export class LockEngine implements AcquisitionHost, LockOwner {
       !this.waiters.handOver(lock.key, successor, successorFencingToken, sentAt) &&
       // The successor's own attempt, sent after this release, may have answered first (replies
       // to one connection can be handled out of order): then it holds the lock, and keeps it.
-      !this.holds(successor)
+      !this.watchdog.holds(successor)
     ) {
       // The successor stopped waiting meanwhile: the lock goes on to the next in line.
       this.store.release(lock.key, successor).catch(() => undefined);
@@ -280,9 +262,12 @@ export class LockEngine implements AcquisitionHost, LockOwner {
 
   /**
    * Throttle mode (`holdFor`): leaves the lock in the store for `ms` more, so that it ends
-   * `holdFor` ms after it was taken; `false` if it was no longer ours.
+   * `holdFor` ms after it was taken (counted from when the request that granted it was sent);
+   * `false` if it was no longer ours.
    */
   private async keep(lock: HeldLock, ms: number): Promise<boolean> {
+    const { store } = this;
+    if (store.holdWindow) return store.holdWindow(lock.key, lock.token, ms);
     const [kept] = await this.store.renew([
       { key: lock.key, token: lock.token, ttl: ms, fencingToken: lock.fencingToken },
     ]);

@@ -1,17 +1,18 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { LockKindError, LockNotAcquiredError } from '../lock.errors.js';
-import { toRedisKey } from '../keys/lock-keys.js';
+import { inKeyOrder, type LockId } from '../keys/lock-keys.js';
 import type { Lock } from '../lock.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
-import { covers, describeKind, kindOf, kindOfToken } from '../store/lock-kind.js';
+import { kindOf, kindOfToken } from '../store/lock-kind.js';
 import { monotonicNow } from './clock.js';
 import type { HeldLock } from './held-lock.js';
 import { Tenure } from './tenure.js';
 
 /** What running work under locks needs from the engine. */
 export interface ScopeHost {
-  acquire(name: string, options: ResolvedAcquireOptions): Promise<HeldLock>;
-  releaseAfterWork(lock: HeldLock): Promise<void>;
+  acquire(id: LockId, options: ResolvedAcquireOptions): Promise<HeldLock>;
+  /** @param keepWindow with `holdFor`, leave the lock to the end of its window (the default) */
+  releaseAfterWork(lock: HeldLock, keepWindow?: boolean): Promise<void>;
 }
 
 /** The locks that the work running in one async call chain holds. */
@@ -27,18 +28,29 @@ interface Scope {
 export class LockScopes {
   private readonly context = new AsyncLocalStorage<Scope>();
 
-  constructor(
-    private readonly host: ScopeHost,
-    private readonly keyPrefix: string,
-  ) {}
+  constructor(private readonly host: ScopeHost) {}
 
   /** The lock the current work runs under (for several keys, the first in sorted order). */
   current(): Lock | undefined {
     return this.context.getStore()?.current;
   }
 
+  /** The locks on `ids` that the current work runs under, in the order given. */
+  currentLocks(ids: readonly LockId[]): Lock[] {
+    const locks = this.context.getStore()?.locks;
+    return ids.flatMap((id) => locks?.get(id.key)?.lock ?? []);
+  }
+
+  /** Whether the current work holds a lock (one it took, or reuses, that is still held). */
+  holdsAny(): boolean {
+    const scope = this.context.getStore();
+    if (!scope) return false;
+    for (const { lock } of scope.locks.values()) if (lock.held) return true;
+    return false;
+  }
+
   /**
-   * Runs `work` holding the locks on `names`: deduplicated and taken in sorted order (so that
+   * Runs `work` holding the locks `ids`: deduplicated and taken in sorted order (so that
    * two calls on the same keys cannot deadlock), reusing those that the surrounding work holds.
    * A lock taken here ends once `work` and every call that reused it (detached ones included)
    * have settled: then it is released, or, with `holdFor`, left to expire `holdFor` ms after it
@@ -46,7 +58,7 @@ export class LockScopes {
    * @param onHeld answers for the call when a lock is held by someone else, instead of throwing
    */
   async run<T>(
-    names: readonly string[],
+    ids: readonly LockId[],
     options: ResolvedAcquireOptions,
     work: () => Promise<T> | T,
     onHeld?: (error: LockNotAcquiredError) => T,
@@ -54,7 +66,7 @@ export class LockScopes {
     const outer = this.context.getStore()?.locks;
     let tenures: { taken: Tenure[]; reused: Tenure[] };
     try {
-      tenures = await this.enter(names, options, outer);
+      tenures = await this.enter(ids, options, outer);
     } catch (error) {
       if (onHeld && error instanceof LockNotAcquiredError) return onHeld(error);
       throw error;
@@ -91,35 +103,31 @@ export class LockScopes {
     return result;
   }
 
-  /** Takes or joins the locks on `names` in key order; on failure, gives back what it took. */
+  /** Takes or joins the locks `locks` in key order; on failure, gives back what it took. */
   private async enter(
-    names: readonly string[],
+    locks: readonly LockId[],
     options: ResolvedAcquireOptions,
     outer: Map<string, Tenure> | undefined,
   ): Promise<{ taken: Tenure[]; reused: Tenure[] }> {
-    const keys =
-      names.length === 1
-        ? [[toRedisKey(this.keyPrefix, names[0]), names[0]] as const]
-        : [...new Map(names.map((name) => [toRedisKey(this.keyPrefix, name), name]))].sort(
-            ([a], [b]) => compare(a, b),
-          );
+    const ids = inKeyOrder(locks);
     const deadline = monotonicNow() + options.waitTimeout;
     const taken: Tenure[] = [];
     const reused: Tenure[] = [];
     try {
-      for (const [key, name] of keys) {
-        const shared = outer?.get(key);
+      for (const id of ids) {
+        const shared = outer?.get(id.key);
         if (shared) checkReuse(shared.lock, options);
         if (shared?.join()) {
           reused.push(shared);
           continue;
         }
         const waitTimeout = Math.max(0, deadline - monotonicNow());
-        taken.push(new Tenure(await this.host.acquire(name, { ...options, waitTimeout })));
+        taken.push(new Tenure(await this.host.acquire(id, { ...options, waitTimeout })));
       }
     } catch (error) {
       for (const tenure of reused) tenure.leave();
-      await Promise.all(taken.map(({ lock }) => this.host.releaseAfterWork(lock)));
+      // No work ran under them: a throttle's window does not close for nothing.
+      await Promise.all(taken.map(({ lock }) => this.host.releaseAfterWork(lock, false)));
       throw error;
     }
     return { taken, reused };
@@ -134,11 +142,11 @@ export class LockScopes {
 function checkReuse(held: HeldLock, options: ResolvedAcquireOptions): void {
   const heldKind = kindOfToken(held.token);
   const asked = kindOf(options);
-  if (!covers(heldKind, asked)) {
+  if (!heldKind.covers(asked)) {
     throw new LockKindError(
-      held.key,
-      `${describeKind(heldKind)} by the surrounding work`,
-      `${describeKind(asked)} inside it, which would wait for that work to end`,
+      held.name,
+      `${heldKind.description} by the surrounding work`,
+      `${asked.description} inside it, which would wait for that work to end`,
     );
   }
 }

@@ -1,7 +1,9 @@
+import type { LockConnectionError } from '../lock.errors.js';
 import type { LockStore } from '../store/lock-store.interface.js';
-import { KeyQueue, type Waiter } from './key-queue.js';
+import { KeyQueue } from './key-queue.js';
+import type { Waiter } from './waiter.js';
 
-export type { Waiter } from './key-queue.js';
+export type { Waiter } from './waiter.js';
 
 /**
  * How long a key's subscription outlives its last waiter, in ms, and how many such idle
@@ -50,9 +52,15 @@ export class Waiters {
 
   /**
    * Queues a caller for `key`. `pttl` is the holder's TTL seen by its first attempt, or -1;
-   * `heard` is what {@link heard} said before that attempt was sent.
+   * `heard` is what {@link heard} said before that attempt was sent; `late`: see `KeyQueue.add`.
    */
-  wait(key: string, waiter: Waiter, pttl: number, heard?: number): void {
+  wait(
+    key: string,
+    waiter: Waiter,
+    pttl: number,
+    heard?: number,
+    late?: LockConnectionError,
+  ): void {
     let queue = this.queues.get(key);
     if (!queue) {
       queue = this.open(key, pttl);
@@ -61,7 +69,7 @@ export class Waiters {
       this.idle.delete(queue);
       queue.reopen(pttl);
     }
-    queue.add(waiter, heard);
+    queue.add(waiter, heard, late);
   }
 
   /**
@@ -82,14 +90,34 @@ export class Waiters {
   }
 
   /**
-   * Fails every waiting caller with the error `errorOf` its key, and ends all subscriptions.
+   * Fails the waiting callers that `keep` does not keep with the error `errorOf` each, as
+   * if they had given up. Returns the key and token of each, for the caller to make sure they
+   * left the store's queues.
+   */
+  refuse(
+    errorOf: (waiter: Waiter) => Error,
+    keep: (waiter: Waiter) => boolean,
+  ): { key: string; token: string }[] {
+    const left: { key: string; token: string }[] = [];
+    for (const queue of [...this.queues.values()]) {
+      for (const waiter of [...queue.waiters]) {
+        if (keep(waiter)) continue;
+        queue.drop(waiter, () => waiter.failed(errorOf(waiter)));
+        left.push({ key: queue.key, token: waiter.token });
+      }
+    }
+    return left;
+  }
+
+  /**
+   * Fails every waiting caller with the error `errorOf` it, and ends all subscriptions.
    * Returns the key and token of each, for the caller to take them out of the store's queues.
    */
-  close(errorOf: (key: string) => Error): { key: string; token: string }[] {
+  close(errorOf: (waiter: Waiter) => Error): { key: string; token: string }[] {
     const left = [...this.queues.values()].flatMap((queue) =>
       queue.waiters.map((waiter) => ({ key: queue.key, token: waiter.token })),
     );
-    for (const queue of [...this.queues.values()]) this.fail(queue, errorOf(queue.key));
+    for (const queue of [...this.queues.values()]) this.fail(queue, errorOf);
     return left;
   }
 
@@ -105,7 +133,7 @@ export class Waiters {
     );
     this.queues.set(key, queue);
     this.store
-      .subscribe(key, (message) => queue.heardRelease(message))
+      .subscribe(key, (event) => queue.heard(event))
       .then(
         (unsubscribe) => {
           if (queue.closed) {
@@ -115,13 +143,14 @@ export class Waiters {
           this.subscriptions.set(queue, unsubscribe);
           queue.start();
         },
-        (error: unknown) => this.fail(queue, error),
+        (error: unknown) => this.fail(queue, () => error),
       );
     return queue;
   }
 
-  private fail(queue: KeyQueue, error: unknown): void {
-    queue.failAll(error);
+  /** Fails the queue's waiters, each with the error `errorOf` it, and ends its subscription. */
+  private fail(queue: KeyQueue, errorOf: (waiter: Waiter) => unknown): void {
+    queue.failAll(errorOf);
     this.end(queue);
   }
 

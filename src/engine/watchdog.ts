@@ -1,33 +1,52 @@
 import { LockConnectionError } from '../lock.errors.js';
-import type { LockStore } from '../store/lock-store.interface.js';
+import type { LockStore, RenewalEntry } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
+import { DueQueue } from './due-queue.js';
 import type { HeldLock } from './held-lock.js';
+import { ValidityGuards } from './validity-guards.js';
 
 /**
- * Why a lock ended: `gone` (Redis no longer has our token), `timeout` (renewals did not get
- * through in time, so Redis may still hold it for us), `expired` (a lock without the watchdog
- * reached the end of its TTL, as it was meant to).
+ * Why a lock ended: `gone` (the store no longer has our token), `timeout` (renewals did not
+ * get through in time, so the store may still hold it for us), `expired` (a lock without the
+ * watchdog reached the end of its TTL, as it was meant to).
  */
 export type LossKind = 'gone' | 'timeout' | 'expired';
 
-/** Longest pause before retrying a renewal that failed to reach Redis. */
+/** Longest pause before retrying a renewal that failed to reach the store. */
 const MAX_RETRY_DELAY = 1_000;
+
+/**
+ * Locks whose renewals one tick takes before it lets the event loop run other work: writing
+ * and confirming more at once would stall the application for milliseconds.
+ */
+const SLICE = 2_000;
 
 /**
  * Keeps held locks alive and notices when they are lost.
  *
  * One timer serves every lock with the watchdog on: each tick sends, in one round trip, the
  * renewal of every lock due within the next sixth of its TTL, so locks taken at different
- * moments share ticks instead of each owning a timer. A lock is lost when Redis answers that
- * its token is gone, or when no renewal has been confirmed before its validity (measured on
- * the monotonic clock from when the last confirmed request was sent) runs out. Locks without
- * the watchdog only get a timer for the end of their validity.
+ * moments share ticks instead of each owning a timer. The locks wait in a queue ordered by
+ * when they are due, so a tick touches only those, at most {@link SLICE} at a time. A lock is
+ * lost when the store answers that its token is gone, or when no renewal has been confirmed
+ * before its validity (measured on the monotonic clock from when the last confirmed request was
+ * sent) runs out. Locks without the watchdog only get a timer for the end of their validity.
  */
 export class Watchdog {
-  private readonly locks = new Set<HeldLock>();
+  /** The locks held, by token. */
+  private readonly locks = new Map<string, HeldLock>();
+  /** Watched locks by when they are due; an entry counts while its time is the lock's `dueAt`. */
+  private readonly due = new DueQueue<HeldLock>();
   private readonly expiries = new Map<HeldLock, NodeJS.Timeout>();
+  private readonly guards = new ValidityGuards(
+    (lock) => this.tracked(lock),
+    (lock) =>
+      this.lose(lock, 'renewals did not reach the store before its validity ran out', 'timeout'),
+  );
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
+  /** Who waits for the last lock to go (see {@link whenEmpty}). */
+  private emptied: (() => void)[] = [];
 
   constructor(
     private readonly store: LockStore,
@@ -37,57 +56,122 @@ export class Watchdog {
 
   /** Locks currently held by this process. */
   get held(): readonly HeldLock[] {
-    return [...this.locks];
+    return [...this.locks.values()];
+  }
+
+  /** How many locks this process holds. */
+  get size(): number {
+    return this.locks.size;
   }
 
   /** Whether a lock with this token is held and watched here. */
   holds(token: string): boolean {
-    for (const lock of this.locks) if (lock.token === token) return true;
-    return false;
+    return this.locks.has(token);
   }
 
   track(lock: HeldLock): void {
-    this.locks.add(lock);
+    this.locks.set(lock.token, lock);
     this.schedule(lock);
   }
 
   untrack(lock: HeldLock): void {
-    this.locks.delete(lock);
+    if (this.locks.get(lock.token) === lock) this.locks.delete(lock.token);
+    lock.dueAt = NaN;
     clearTimeout(this.expiries.get(lock));
     this.expiries.delete(lock);
-    // The tick timer stays: it is unref'd, and a tick with nothing due just ends. Stopping and
-    // starting it for every short-lived lock would cost more than the tick.
+    this.guards.end(lock);
+    if (this.locks.size === 0 && this.emptied.length > 0) {
+      for (const resolve of this.emptied.splice(0)) resolve();
+    }
+    // Its entry in the queue stays until its time comes or the stale ones are many: dropping
+    // it now would mean a search. The tick timer stays too (unref'd; a tick with nothing due
+    // just ends): stopping and starting it for every short-lived lock would cost more.
+    if (this.due.size > 2 * this.locks.size + 1_024) {
+      this.due.filter((item, at) => this.current(item, at));
+    }
   }
 
-  /** Compare-and-pexpire one lock now (the user's `extend`). */
+  /** Resolves once this process holds no lock (at once if it holds none now). */
+  whenEmpty(): Promise<void> {
+    if (this.locks.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.emptied.push(resolve));
+  }
+
+  /**
+   * Compare-and-pexpire one lock now (the user's `extend`). One that gets no answer may still
+   * have been applied: the lock then counts as valid only until the sooner of its old end and
+   * the new one, for a shorter TTL may have taken effect.
+   */
   async extend(lock: HeldLock, ttl: number): Promise<boolean> {
     const sentAt = monotonicNow();
     lock.ttl = ttl;
-    const [renewed] = await this.store.renew([
-      { key: lock.key, token: lock.token, ttl, fencingToken: lock.fencingToken },
-    ]);
-    if (!this.locks.has(lock)) return false;
-    if (renewed === undefined) throw new LockConnectionError(lock.name, 'extend was not decided');
+    let renewed: boolean | undefined;
+    try {
+      [renewed] = await this.store.renew([
+        { key: lock.key, token: lock.token, ttl, fencingToken: lock.fencingToken },
+      ]);
+    } catch (error) {
+      this.undecided(lock, sentAt, ttl);
+      throw error;
+    }
+    if (!this.tracked(lock)) return false;
+    if (renewed === undefined) {
+      this.undecided(lock, sentAt, ttl);
+      throw new LockConnectionError(lock.name, 'extend was not decided');
+    }
     if (!renewed) {
-      this.lose(lock, 'its token was gone from Redis when extending', 'gone');
+      this.lose(lock, 'its token was gone from the store when extending', 'gone');
       return false;
     }
     lock.confirmed(sentAt, ttl);
-    this.schedule(lock);
+    this.revalidated(lock);
     return true;
+  }
+
+  /** An extend that may or may not have been applied. */
+  private undecided(lock: HeldLock, sentAt: number, ttl: number): void {
+    if (!this.tracked(lock)) return;
+    lock.mayHaveApplied(sentAt, ttl);
+    if (lock.renewing) this.revalidated(lock);
+    else this.retrySoon([lock]);
+  }
+
+  /**
+   * The lock's validity changed outside a renewal batch: it is watched again from its new end.
+   * Should a batch's renewal of it be unanswered, that batch's guard counts on the validity it
+   * had when the batch was sent, which may now be later: the lock gets a guard of its own.
+   */
+  private revalidated(lock: HeldLock): void {
+    if (!lock.renewing) {
+      this.schedule(lock);
+      return;
+    }
+    this.guards.again(lock);
   }
 
   /** Stops all timers and forgets every lock; returns the locks that were still held. */
   stop(): HeldLock[] {
     const held = this.held as HeldLock[];
     for (const lock of held) this.untrack(lock);
+    this.due.filter(() => false);
     this.stopTimer();
     return held;
   }
 
-  private schedule(lock: HeldLock): void {
+  private tracked(lock: HeldLock): boolean {
+    return this.locks.get(lock.token) === lock;
+  }
+
+  /** Whether the queue's entry of `lock` at `at` still counts. */
+  private current(lock: HeldLock, at: number): boolean {
+    return lock.dueAt === at && this.tracked(lock);
+  }
+
+  private schedule(lock: HeldLock, at = lock.renewAt): void {
     if (lock.watchdog) {
-      this.wakeAt(lock.renewAt);
+      lock.dueAt = at;
+      this.due.push(at, lock);
+      this.wakeAt(at);
       return;
     }
     clearTimeout(this.expiries.get(lock));
@@ -113,27 +197,31 @@ export class Watchdog {
     this.timerAt = Infinity;
   }
 
+  /**
+   * Takes the locks due within a sixth of their TTL, earliest first (up to {@link SLICE}; the
+   * rest in the next turn of the event loop), and renews them in one batch.
+   */
   private tick(): void {
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = monotonicNow();
     const due: HeldLock[] = [];
-    let next = Infinity;
-    for (const lock of this.locks) {
-      if (!lock.watchdog) continue;
+    while (due.length < SLICE) {
+      const at = this.due.nextAt;
+      const lock = this.due.peek();
+      if (lock === undefined) break;
+      if (this.current(lock, at) && at - lock.ttl / 6 > now) break;
+      this.due.pop();
+      if (!this.current(lock, at) || lock.renewing) continue;
+      lock.dueAt = NaN;
       if (lock.validUntil <= now) {
-        this.lose(lock, 'renewals did not reach Redis before its validity ran out', 'timeout');
-      } else if (lock.renewing) {
-        next = Math.min(next, lock.validUntil);
-      } else if (lock.renewAt - lock.ttl / 6 <= now) {
-        due.push(lock);
-        next = Math.min(next, lock.validUntil);
+        this.lose(lock, 'renewals did not reach the store before its validity ran out', 'timeout');
       } else {
-        next = Math.min(next, lock.renewAt);
+        due.push(lock);
       }
     }
     if (due.length > 0) this.renew(due, now);
-    if (next < Infinity) this.wakeAt(next);
+    this.wakeAt(due.length === SLICE ? now : this.due.nextAt);
   }
 
   private renew(locks: HeldLock[], sentAt: number): void {
@@ -144,19 +232,22 @@ export class Watchdog {
       ttl,
       fencingToken,
     }));
-    this.store.renew(entries).then(
+    const cancelGuard = this.guards.batch(locks);
+    this.renewing(entries).then(
       (renewed) => {
+        cancelGuard();
         const undecided: HeldLock[] = [];
         locks.forEach((lock, i) => {
           lock.renewing = false;
-          if (!this.locks.has(lock)) return;
+          this.guards.end(lock);
+          if (!this.tracked(lock)) return;
           if (renewed[i] === undefined) {
             undecided.push(lock);
           } else if (renewed[i]) {
             lock.confirmed(sentAt, entries[i].ttl);
-            this.wakeAt(lock.renewAt);
+            this.schedule(lock);
           } else {
-            this.lose(lock, 'its token was gone or replaced in Redis', 'gone');
+            this.lose(lock, 'its token was gone or replaced in the store', 'gone');
           }
         });
         if (undecided.length > 0) {
@@ -165,11 +256,24 @@ export class Watchdog {
         }
       },
       (error: unknown) => {
+        cancelGuard();
         this.onRenewalError(error);
-        for (const lock of locks) lock.renewing = false;
-        this.retrySoon(locks.filter((lock) => this.locks.has(lock)));
+        for (const lock of locks) {
+          lock.renewing = false;
+          this.guards.end(lock);
+        }
+        this.retrySoon(locks.filter((lock) => this.tracked(lock)));
       },
     );
+  }
+
+  /** The store's renewal of `entries`; one that throws at once (a store of the app's own) rejects. */
+  private renewing(entries: RenewalEntry[]): Promise<(boolean | undefined)[]> {
+    try {
+      return this.store.renew(entries);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Tries again shortly, until the locks' validity runs out. */
@@ -177,7 +281,7 @@ export class Watchdog {
     const retryAt = monotonicNow();
     for (const lock of locks) {
       lock.renewAt = retryAt + Math.min(lock.ttl / 10, MAX_RETRY_DELAY);
-      this.wakeAt(Math.min(lock.renewAt, lock.validUntil));
+      this.schedule(lock, Math.min(lock.renewAt, lock.validUntil));
     }
   }
 

@@ -1,6 +1,6 @@
 /*
- * How Redis Cluster places keys in hash slots, computed here to batch per slot and to name one
- * fencing counter per slot.
+ * How Redis Cluster places keys in hash slots, computed here to batch per slot and to name keys
+ * that lie in a given slot (a fencing counter per slot, the keys beside a key with a hash tag).
  */
 
 /** The hash tag Redis Cluster would hash for this key, if it has one. */
@@ -42,10 +42,31 @@ const TAG_CHARACTERS = Buffer.from(
 /** The tags of all slots, three characters each, in slot order; built on first use. */
 let slotTags: string | undefined;
 
-/** A three-character string that hashes to `slot`: the tag of the slot's fencing counter. */
-export function slotTag(slot: number): string {
+/**
+ * A hash tag for `slot` that begins with `start`: `start` followed by three characters chosen
+ * so that the whole hashes to `slot`. The library's keys use it to lie in a given slot while
+ * beginning with a given text (the key prefix, so that an ACL confined to it covers them).
+ */
+export function slotTag(slot: number, start = ''): string {
   slotTags ??= findSlotTags();
-  return slotTags.slice(3 * slot, 3 * slot + 3);
+  const at = start === '' ? slot : slot ^ offsetOf(start);
+  return start + slotTags.slice(3 * at, 3 * at + 3);
+}
+
+/** The text last given to {@link offsetOf} (most often the key prefix), and its offset. */
+let lastStart = '';
+let lastOffset = 0;
+
+/**
+ * What `start` adds to the slot of `start + xyz`: the CRC of `start + xyz` is that of
+ * `start + "\0\0\0"` XOR that of `xyz` (see findSlotTags), and a slot is the CRC's low 14 bits.
+ */
+function offsetOf(start: string): number {
+  if (start !== lastStart) {
+    lastOffset = crc16([...Buffer.from(start), 0, 0, 0]) % CLUSTER_SLOTS;
+    lastStart = start;
+  }
+  return lastOffset;
 }
 
 /**

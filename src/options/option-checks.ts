@@ -14,6 +14,11 @@ export function checkWaitTimeout(name: string, value: unknown, where?: string): 
   return checkDuration(name, value, { min: 0, orInfinity: true }, where);
 }
 
+/** A grace period: an integer number of milliseconds, `0` for none. */
+export function checkGrace(name: string, value: unknown): number {
+  return checkDuration(name, value, { min: 0 });
+}
+
 /** A bound on how long an answer may take: an integer number of milliseconds, at least 1. */
 export function checkTimeout(name: string, value: unknown): number {
   return checkDuration(name, value, { min: 1 });

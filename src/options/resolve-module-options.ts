@@ -3,35 +3,45 @@ import {
   DEFAULT_DRIFT_FACTOR,
   DEFAULT_KEY_PREFIX,
   DEFAULT_NODE_TIMEOUT,
+  DEFAULT_SHUTDOWN_GRACE,
   DEFAULT_TTL,
   DEFAULT_WAIT_TIMEOUT,
 } from '../lock.constants.js';
 import { LONE_SURROGATE } from '../keys/lock-keys.js';
 import { LockOptionsError } from '../lock.errors.js';
-import { MemoryLockSpace } from '../store/memory/memory-space.js';
+import { resolveMemorySpace } from '../store/memory/memory.options.js';
 import type {
   LockModuleOptions,
   ResolvedLockOptions,
   ResolvedRedis,
+  ResolvedCommonOptions,
+  ResolvedRedisOptions,
 } from './lock-options.interface.js';
 import {
   checkBoolean,
+  checkGrace,
   checkTimeout,
   checkTtl,
   checkWaitTimeout,
   rejectUnknown,
   requireObject,
 } from './option-checks.js';
-import { resolveRedis } from './redis-topology.js';
-import { resolveZooKeeper } from './zookeeper-options.js';
+import { resolveInstanceId } from './instance-id.js';
+import { resolveRedis, resolveRedisClient } from '../store/redis/redis.options.js';
+import { resolvePostgres } from '../store/postgres/postgres.options.js';
+import { resolveZooKeeper } from '../store/zookeeper/zookeeper.options.js';
+import { isOwnStore, resolveOwnStore } from '../store/custom/custom-store.options.js';
 
 const MODULE_OPTION_NAMES = new Set([
   'redis',
+  'redisClient',
   'zookeeper',
+  'postgres',
   'keyPrefix',
   'ttl',
   'waitTimeout',
   'watchdog',
+  'shutdownGrace',
   'commandTimeout',
   'store',
   'memorySpace',
@@ -40,12 +50,27 @@ const MODULE_OPTION_NAMES = new Set([
   'driftFactor',
   'waitForReplicas',
   'isGlobal',
+  'instanceId',
 ]);
 /**
  * How late Redis may answer a WAIT whose timeout ran out, in ms: it checks blocked clients on
  * its periodic tick (10 a second by default), plus a round trip.
  */
 const WAIT_SLACK = 150;
+
+/**
+ * `exceptionFilter` decides which providers the module registers, so Nest reads it where the
+ * module is defined; `forRoot` takes it out of the options. Here it can only come from an
+ * options factory, too late to act: refused rather than ignored.
+ */
+function rejectModuleShape(given: Record<string, unknown>): void {
+  if (given.exceptionFilter === undefined) return;
+  throw new LockOptionsError(
+    'exceptionFilter',
+    given.exceptionFilter,
+    'it beside useFactory, useClass or useExisting in forRootAsync, not from the options factory',
+  );
+}
 
 /** The module options as given, once known to be an object of known names. */
 type GivenOptions = Record<string, unknown>;
@@ -56,64 +81,96 @@ type GivenOptions = Record<string, unknown>;
  */
 export function resolveModuleOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
   const given = requireObject('options', options ?? {});
+  rejectModuleShape(given);
   rejectUnknown(given, MODULE_OPTION_NAMES);
+  if (given.postgres !== undefined) return resolvePostgresModule(given);
   if (given.zookeeper !== undefined) return resolveZooKeeperModule(given);
+  if (isOwnStore(given.store)) return resolveOwnStoreModule(given, given.store);
   const store = resolveStore(given);
-  const redis = resolveRedis(given.redis);
+  // The memory store keeps Redis's semantics, and so the checks of Redis's options.
+  const redisClient = resolveRedisClient(given.redisClient);
+  const redis = resolveRedis(given.redis, redisClient);
   rejectOptionsOfOtherTopologies(given, redis);
   const { ttl, commandTimeout, nodeTimeout } = resolveTimeouts(given, redis);
-  const resolved: ResolvedLockOptions = {
-    store,
-    memorySpace: resolveMemorySpace(given.memorySpace, store),
+  const memorySpace = resolveMemorySpace(given.memorySpace, store);
+  const common = {
     fair: checkBoolean('fair', given.fair ?? redis.topology !== 'redlock'),
-    redis,
     keyPrefix: resolveKeyPrefix(given.keyPrefix),
     ttl,
     waitTimeout: checkWaitTimeout('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT),
     watchdog: checkBoolean('watchdog', given.watchdog ?? true),
+    shutdownGrace: resolveShutdownGrace(given.shutdownGrace),
     commandTimeout,
-    nodeTimeout,
     driftFactor: resolveDriftFactor(given.driftFactor),
+    instanceId: resolveInstanceId(given.instanceId),
   };
+  if (store === 'memory') {
+    if (given.waitForReplicas !== undefined) throw waitForReplicasOff(given.waitForReplicas);
+    if (given.redisClient !== undefined) {
+      throw new LockOptionsError('redisClient', given.redisClient, `nothing with store: 'memory'`);
+    }
+    return { ...common, store, memorySpace };
+  }
+  const resolved: ResolvedRedisOptions = { ...common, store, redis, redisClient, nodeTimeout };
   return { ...resolved, waitForReplicas: resolveWaitForReplicas(given.waitForReplicas, resolved) };
-}
-
-function resolveMemorySpace(
-  space: unknown,
-  store: ResolvedLockOptions['store'],
-): MemoryLockSpace | undefined {
-  if (space === undefined) return undefined;
-  if (store !== 'memory') {
-    throw new LockOptionsError('memorySpace', space, `nothing unless store is 'memory'`);
-  }
-  if (!(space instanceof MemoryLockSpace)) {
-    throw new LockOptionsError('memorySpace', space, 'a MemoryLockSpace');
-  }
-  return space;
 }
 
 /** The options with `zookeeper`, which refuses the options of the Redis topologies. */
 function resolveZooKeeperModule(given: GivenOptions): ResolvedLockOptions {
   const { zookeeper, ttl } = resolveZooKeeper(given);
+  return { store: 'zookeeper', zookeeper, ...resolveCommon(given, ttl, true), watchdog: true };
+}
+
+/** The options with `postgres`, which refuses the options of the other backends. */
+function resolvePostgresModule(given: GivenOptions): ResolvedLockOptions {
+  const postgres = resolvePostgres(given);
+  const fair = checkBoolean('fair', given.fair ?? true);
   return {
-    store: 'zookeeper',
-    fair: true,
-    redis: { topology: 'single', config: {} },
-    zookeeper,
-    keyPrefix: resolveKeyPrefix(given.keyPrefix),
-    ttl,
-    waitTimeout: checkWaitTimeout('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT),
-    watchdog: true,
-    commandTimeout: checkTimeout('commandTimeout', given.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT),
-    nodeTimeout: DEFAULT_NODE_TIMEOUT,
-    driftFactor: resolveDriftFactor(given.driftFactor),
+    store: 'postgres',
+    postgres,
+    ...resolveCommon(given, checkTtl('ttl', given.ttl ?? DEFAULT_TTL), fair),
   };
 }
 
-function resolveStore(given: GivenOptions): ResolvedLockOptions['store'] {
+/** The options with a store of one's own, which refuses the options of the other backends. */
+function resolveOwnStoreModule(given: GivenOptions, store: object): ResolvedLockOptions {
+  const own = resolveOwnStore(given, store);
+  // Whether waiters keep a line is the store's to declare.
+  const fair = own.capabilities.queueing;
+  return {
+    store: 'own',
+    own,
+    ...resolveCommon(given, checkTtl('ttl', given.ttl ?? DEFAULT_TTL), fair),
+  };
+}
+
+/** The options every backend but Redis shares, past its own. */
+function resolveCommon(given: GivenOptions, ttl: number, fair: boolean): ResolvedCommonOptions {
+  return {
+    fair,
+    keyPrefix: resolveKeyPrefix(given.keyPrefix),
+    ttl,
+    waitTimeout: checkWaitTimeout('waitTimeout', given.waitTimeout ?? DEFAULT_WAIT_TIMEOUT),
+    watchdog: checkBoolean('watchdog', given.watchdog ?? true),
+    shutdownGrace: resolveShutdownGrace(given.shutdownGrace),
+    commandTimeout: checkTimeout('commandTimeout', given.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT),
+    driftFactor: resolveDriftFactor(given.driftFactor),
+    instanceId: resolveInstanceId(given.instanceId),
+  };
+}
+
+function resolveShutdownGrace(grace: unknown): number {
+  return checkGrace('shutdownGrace', grace ?? DEFAULT_SHUTDOWN_GRACE);
+}
+
+function resolveStore(given: GivenOptions): 'redis' | 'memory' {
   const store = given.store ?? 'redis';
   if (store !== 'redis' && store !== 'memory') {
-    throw new LockOptionsError('store', store, `'redis' or 'memory'`);
+    throw new LockOptionsError(
+      'store',
+      store,
+      `'redis', 'memory' or a store of your own (LockStore)`,
+    );
   }
   if (store === 'memory' && given.redis !== undefined) {
     throw new LockOptionsError('redis', given.redis, `nothing with store: 'memory'`);
@@ -153,7 +210,7 @@ function rejectOptionsOfOtherTopologies(given: GivenOptions, redis: ResolvedRedi
 function resolveTimeouts(
   given: GivenOptions,
   redis: ResolvedRedis,
-): Pick<ResolvedLockOptions, 'ttl' | 'commandTimeout' | 'nodeTimeout'> {
+): Pick<ResolvedRedisOptions, 'ttl' | 'commandTimeout' | 'nodeTimeout'> {
   const ttl = checkTtl('ttl', given.ttl ?? DEFAULT_TTL);
   const commandTimeout = checkTimeout(
     'commandTimeout',
@@ -199,19 +256,21 @@ function resolveDriftFactor(value: unknown): number {
   return factor;
 }
 
+function waitForReplicasOff(value: unknown): LockOptionsError {
+  return new LockOptionsError(
+    'waitForReplicas',
+    value,
+    'nothing: it applies to one Redis or a Sentinel-managed master only',
+  );
+}
+
 /** `waitForReplicas` only fits one Redis, and its WAITs must fit in the other bounds. */
 function resolveWaitForReplicas(
   value: unknown,
-  { store, redis, commandTimeout, ttl }: ResolvedLockOptions,
-): ResolvedLockOptions['waitForReplicas'] {
+  { redis, commandTimeout, ttl }: ResolvedRedisOptions,
+): ResolvedRedisOptions['waitForReplicas'] {
   if (value === undefined) return undefined;
-  if (store === 'memory' || redis.topology !== 'single') {
-    throw new LockOptionsError(
-      'waitForReplicas',
-      value,
-      'nothing: it applies to one Redis or a Sentinel-managed master only',
-    );
-  }
+  if (redis.topology !== 'single') throw waitForReplicasOff(value);
   const given = requireObject('waitForReplicas', value);
   rejectUnknown(given, new Set(['replicas', 'timeout']), 'waitForReplicas');
   const replicas = given.replicas;

@@ -1,8 +1,20 @@
+import type { LockStoreCapabilities } from './capabilities.js';
+
 /** Outcome of one acquisition attempt. */
 export type AcquireAttempt =
   | { acquired: true; fencingToken: number }
   /** `pttl`: ms the current holder's lock still lives, or -1 when unknown or unbounded. */
   | { acquired: false; pttl: number };
+
+/**
+ * What a store tells the callers that wait for a key. An event makes nobody a holder: a waiter
+ * that hears one makes an attempt, whose answer it can date.
+ */
+export type LockEvent =
+  /** The lock (or a permit) was released: whoever waits may try. `id` names the release. */
+  | { readonly type: 'released'; readonly id?: string }
+  /** The lock (or a permit) is reserved for the waiter with `token`: its next attempt takes it. */
+  | { readonly type: 'turn'; readonly token: string };
 
 /** One lock for a batched renewal. */
 export interface RenewalEntry {
@@ -10,6 +22,26 @@ export interface RenewalEntry {
   token: string;
   ttl: number;
   fencingToken: number;
+}
+
+/** One holder of a key, as the store keeps it. */
+export interface StoredHold {
+  /** Its token, which names its kind and its instance (see `kindOfToken`, `ownerOfToken`). */
+  token: string;
+  /** How long its hold still lives, in ms; -1 when it lasts as long as its session. */
+  ttlMs: number;
+  /**
+   * The fencing token it was given; absent while the lock is only reserved for a queued waiter
+   * that has not taken it yet (see `HANDOVER_LEASE`), or where the store has no record of it.
+   */
+  fencingToken?: number;
+}
+
+/** What the store keeps of a key: who holds it, and how many keep a place in its line. */
+export interface StoredLock {
+  holders: StoredHold[];
+  /** Waiters with a live place in the store's line (0 where the store keeps none). */
+  waiting: number;
 }
 
 /** Outcome of a guarded write: refused ones report the highest fencing token seen. */
@@ -20,11 +52,13 @@ export type FencedWriteOutcome = { written: true } | { written: false; highestSe
  * A store knows nothing of Nest; failures to reach the backend reject with `LockConnectionError`.
  */
 export interface LockStore {
+  /** What the store can do; what it cannot is refused before it is asked (see `refuseUnsupported`). */
+  readonly capabilities: LockStoreCapabilities;
   /**
    * One atomic attempt: take the lock if it is free and no queued waiter comes first, issuing a
    * fencing token. With `queue`, a caller that does not get the lock takes (or keeps, renewing
    * its lease) a place in the key's queue, and the lock is reserved for it in its turn, which
-   * a {@link handoverTo} message announces: the caller's next attempt then takes it. If the
+   * a `turn` {@link LockEvent} announces: the caller's next attempt then takes it. If the
    * attempt times out but reaches the store later, what it took is given back, unless
    * `inUse()` says the caller holds the lock by then (it may have been handed over meanwhile)
    * or still waits for it: a waiter's next attempt, with the same token, finds it its own.
@@ -57,8 +91,33 @@ export interface LockStore {
    * `undefined` where the store could not tell (RedLock: too few masters answered for it).
    */
   renew(entries: readonly RenewalEntry[]): Promise<(boolean | undefined)[]>;
-  /** Whether anybody holds the lock. */
+  /**
+   * Throttle mode (`holdFor`), for a store that dates a throttle's window by its own clock:
+   * ends the hold of `token` and keeps `key` taken for `keepFor` ms more, what is left of
+   * `holdFor` since the lock was granted by the engine's clock (counted from when the request
+   * that granted it was sent), the store's clock dating when that time starts; `false` when the
+   * lock no longer held this token. A store without it is asked to {@link renew} the lock for
+   * `keepFor`, and lets the TTL end it.
+   */
+  holdWindow?(key: string, token: string, keepFor: number): Promise<boolean>;
+  /** Whether anybody holds the lock (or a throttle's window keeps it taken). */
   isLocked(key: string): Promise<boolean>;
+  /** Who holds `key` and how many wait for it, as the store sees it at one moment. */
+  inspect(key: string): Promise<StoredLock>;
+  /**
+   * Frees `key` whoever holds it, as their releases would (the head of the line gets its
+   * turn): their next renewal or release finds their token gone. Resolves how many holders it
+   * evicted.
+   */
+  forceRelease(key: string): Promise<number>;
+  /**
+   * One cheap round trip to the backend, for health checks: resolves what the store can tell of
+   * it (RedLock: how many masters answered), rejects with `LockConnectionError` when it gets no
+   * answer in time.
+   */
+  ping(): Promise<Record<string, unknown>>;
+  /** What the store knows of its connection without asking (ZooKeeper: its session's state). */
+  connectionDetails?(): Record<string, unknown>;
   /**
    * Sets `resource` to `value` (for `ttl` ms; 0: no expiry) if `fencingToken` is at least the
    * highest token recorded in `guard`, and records it. Reports the highest token on refusal.
@@ -71,12 +130,12 @@ export interface LockStore {
     ttl: number,
   ): Promise<FencedWriteOutcome>;
   /**
-   * Calls `onRelease` whenever the lock on `key` is released, until the returned function is
-   * called, with a plain release message (`''`, or an id of the release), or with a
-   * {@link handoverTo} message when the lock was reserved for a queued waiter.
+   * Calls `onEvent` whenever the lock on `key` is released, until the returned function is
+   * called: with a `released` event, or with a `turn` event when the lock was reserved for a
+   * queued waiter.
    * Resolves once notifications are flowing, so that a release after it is not missed.
    */
-  subscribe(key: string, onRelease: (message: string) => void): Promise<() => void>;
+  subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void>;
   /** Ends subscriptions and closes the connections the store owns. */
   close(): Promise<void>;
 }
@@ -98,16 +157,3 @@ export const QUEUE_LEASE = 3_000;
  * turn too late, costs the others.
  */
 export const HANDOVER_LEASE = 500;
-
-/** How a release message that reserves the lock for a queued waiter begins. */
-export const HANDOVER_PREFIX = 'turn:';
-
-/** The release message that announces `token`'s turn. */
-export function handoverTo(token: string): string {
-  return HANDOVER_PREFIX + token;
-}
-
-/** Reads a release message: the token whose turn it announces, or `undefined` for a plain release. */
-export function parseHandover(message: string): string | undefined {
-  return message.startsWith(HANDOVER_PREFIX) ? message.slice(HANDOVER_PREFIX.length) : undefined;
-}

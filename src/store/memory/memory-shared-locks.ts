@@ -1,8 +1,9 @@
 import { monotonicNow } from '../../engine/clock.js';
-import { kindConflict, kindOfToken, markerOf, type LockKind } from '../lock-kind.js';
+import { lockNameOf } from '../../keys/lock-keys.js';
+import { kindConflict, kindOfToken, type LockKind } from '../lock-kind.js';
 import {
   HANDOVER_LEASE,
-  handoverTo,
+  type LockEvent,
   type AcquireAttempt,
   type ReleaseOutcome,
 } from '../lock-store.interface.js';
@@ -19,26 +20,29 @@ export class MemorySharedLocks {
   /**
    * @param fair whether waiters queue; when false, a release that nobody was queued for is
    *   announced to the waiters that race for the permit
+   * @param keyPrefix the module's `keyPrefix`, which errors leave out of the key they name
    */
   constructor(
     private readonly space: MemorySpace,
     private readonly fair: boolean,
+    private readonly keyPrefix: string,
     private readonly nextFence: () => number,
-    private readonly announce: (key: string, message: string) => void,
+    private readonly announce: (key: string, event: LockEvent) => void,
   ) {}
 
   /** @throws LockKindError when the key is held as another kind */
   acquire(key: string, token: string, ttl: number, queue: boolean): AcquireAttempt {
     const kind = kindOfToken(token);
-    const marker = markerOf(kind);
+    const marker = kind.family;
     const current = this.space.live(this.space.locks, key);
-    if (current && current.value !== marker) throw kindConflict(key, token, current.value);
+    if (current && current.value !== marker) {
+      throw kindConflict(lockNameOf(this.keyPrefix, key), token, current.value);
+    }
     const holders = this.holdersOf(key);
     const now = monotonicNow();
     let fence: number | undefined;
     if (holders.has(token)) {
-      holders.set(token, now + ttl);
-      fence = this.nextFence();
+      fence = this.hold(holders, token, now + ttl);
     } else {
       let waiting = this.space.lines.has(key);
       if (waiting) {
@@ -46,8 +50,7 @@ export class MemorySharedLocks {
         waiting = this.space.liveHead(this.space.lines, key) !== undefined;
       }
       if (fence === undefined && !waiting && fits(holders, kind)) {
-        holders.set(token, now + ttl);
-        fence = this.nextFence();
+        fence = this.hold(holders, token, now + ttl);
       }
     }
     if (fence !== undefined) {
@@ -62,11 +65,12 @@ export class MemorySharedLocks {
   }
 
   release(key: string, token: string, successor: string): ReleaseOutcome {
-    const marker = markerOf(kindOfToken(token));
+    const marker = kindOfToken(token).family;
     this.space.leaveQueue(this.space.lines, key, token);
     if (this.space.live(this.space.locks, key)?.value !== marker) return { released: false };
     const holders = this.holdersOf(key);
     const released = holders.delete(token);
+    this.space.fencesOf(holders).delete(token);
     const granted =
       released && this.space.lines.has(key)
         ? this.grantLine(key, holders, marker, successor)
@@ -74,15 +78,31 @@ export class MemorySharedLocks {
     const held = this.sync(key, holders, marker);
     if (!released) return { released: false };
     if ((!this.fair && granted === undefined) || (!held && this.space.queues.has(key))) {
-      this.announce(key, '');
+      this.announce(key, { type: 'released' });
     }
     return granted === undefined
       ? { released: true }
       : { released: true, successorFencingToken: granted };
   }
 
+  /**
+   * Evicts every holder of the key held as `marker`, and gives the freed permits to the line in
+   * order, as a release does; a release notice wakes the waiters that race for them, and the
+   * mutex callers queued for the key. Returns how many holders it evicted.
+   */
+  forceRelease(key: string, marker: string): number {
+    const holders = this.holdersOf(key);
+    const evicted = holders.size;
+    holders.clear();
+    this.space.fencesOf(holders).clear();
+    if (this.space.lines.has(key)) this.grantLine(key, holders, marker, '');
+    this.sync(key, holders, marker);
+    this.announce(key, { type: 'released' });
+    return evicted;
+  }
+
   renew(key: string, token: string, ttl: number): boolean {
-    const marker = markerOf(kindOfToken(token));
+    const marker = kindOfToken(token).family;
     if (this.space.live(this.space.locks, key)?.value !== marker) return false;
     const holders = this.holdersOf(key);
     if (!holders.has(token)) return false;
@@ -91,11 +111,25 @@ export class MemorySharedLocks {
     return true;
   }
 
+  /** Makes `token` a holder until `expiresAt`, with a fencing token of its own, returned. */
+  private hold(holders: Map<string, number>, token: string, expiresAt: number): number {
+    holders.set(token, expiresAt);
+    const fence = this.nextFence();
+    this.space.fencesOf(holders).set(token, fence);
+    return fence;
+  }
+
   /** The key's holders, those whose permit has expired dropped. */
   private holdersOf(key: string): Map<string, number> {
     const holders = this.space.holders.get(key) ?? new Map<string, number>();
     const now = monotonicNow();
-    for (const [token, expiresAt] of holders) if (expiresAt <= now) holders.delete(token);
+    const fences = this.space.fencesOf(holders);
+    for (const [token, expiresAt] of holders) {
+      if (expiresAt <= now) {
+        holders.delete(token);
+        fences.delete(token);
+      }
+    }
     return holders;
   }
 
@@ -132,28 +166,20 @@ export class MemorySharedLocks {
       if (head === undefined) return fence;
       const kind = kindOfToken(head);
       const { ttl } = this.space.lines.get(key)!.get(head)!;
-      if (markerOf(kind) === marker && !fits(holders, kind)) return fence;
+      if (kind.family === marker && !fits(holders, kind)) return fence;
       this.space.leaveQueue(this.space.lines, key, head);
-      if (markerOf(kind) !== marker) continue;
+      if (kind.family !== marker) continue;
       if (head === successor) {
-        holders.set(head, monotonicNow() + ttl);
-        fence = this.nextFence();
+        fence = this.hold(holders, head, monotonicNow() + ttl);
       } else {
         holders.set(head, monotonicNow() + Math.min(ttl, HANDOVER_LEASE));
-        this.announce(key, handoverTo(head));
+        this.announce(key, { type: 'turn', token: head });
       }
     }
   }
 }
 
-/** Whether a caller of `kind` may hold a permit beside `holders`. */
+/** Whether a caller of `kind` may hold a permit beside `holders` (tokens to their expiries). */
 function fits(holders: Map<string, number>, kind: LockKind): boolean {
-  switch (kind.type) {
-    case 'semaphore':
-      return holders.size < kind.limit;
-    case 'write':
-      return holders.size === 0;
-    default:
-      return ![...holders.keys()].some((token) => kindOfToken(token).type === 'write');
-  }
+  return kind.admits([...holders.keys()].map(kindOfToken));
 }

@@ -1,10 +1,12 @@
 import { monotonicNow } from '../../engine/clock.js';
-import { QUEUE_LEASE } from '../lock-store.interface.js';
+import { QUEUE_LEASE, type LockEvent } from '../lock-store.interface.js';
 
 interface Expiring<T> {
   value: T;
   /** Monotonic ms at which the entry no longer exists. */
   expiresAt: number;
+  /** A mutex's: the fencing token its holder was given (none while reserved for a waiter). */
+  fence?: number;
 }
 
 /** A queued waiter's place: when its lease ends (monotonic ms) and the TTL it asked for. */
@@ -26,8 +28,9 @@ const SWEEP_MIN = 1_024;
 export class MemorySpace {
   readonly locks = new Map<string, Expiring<string>>();
   /**
-   * The last fencing token issued, for every key: one counter for the process, as one per
-   * server in Redis, so that keys locked once leave nothing behind.
+   * The last fencing token issued, for every key: one counter for the space, so that keys
+   * locked once leave nothing behind. Redis keeps one per key prefix, for ACLs confined to a
+   * prefix; nothing outside the process reaches this one.
    */
   fence = 0;
   /** Per key, the queued waiters in arrival order: token to lease end and requested TTL. */
@@ -37,8 +40,10 @@ export class MemorySpace {
    * its expiry) and its queue of waiters, kept apart from the mutex's as in Redis.
    */
   readonly holders = new Map<string, Map<string, number>>();
+  /** The fencing token of each holder of {@link holders}, kept as long as its map of holders. */
+  private readonly fences = new WeakMap<Map<string, number>, Map<string, number>>();
   readonly lines: Queues = new Map();
-  readonly listeners = new Map<string, Set<(message: string) => void>>();
+  readonly listeners = new Map<string, Set<(event: LockEvent) => void>>();
   /** Values written through the fencing guard, and the highest token each guard has seen. */
   readonly values = new Map<string, Expiring<string>>();
   readonly guards = new Map<string, number>();
@@ -46,6 +51,13 @@ export class MemorySpace {
   private readonly swept = new WeakMap<Map<string, Expiring<unknown>>, number>();
   /** How many keys {@link holders} kept at its last sweep. */
   private holdersKept = 0;
+
+  /** The fencing tokens of the holders in `holders` (one of {@link holders}' maps). */
+  fencesOf(holders: Map<string, number>): Map<string, number> {
+    let fences = this.fences.get(holders);
+    if (!fences) this.fences.set(holders, (fences = new Map<string, number>()));
+    return fences;
+  }
 
   /** The longest-waiting waiter for `key` whose lease still runs; drops dead ones before it. */
   liveHead(queues: Queues, key: string): string | undefined {
@@ -127,7 +139,7 @@ export class MemorySpace {
     this.values.clear();
     this.guards.clear();
     for (const listeners of this.listeners.values()) {
-      for (const listener of [...listeners]) listener('');
+      for (const listener of [...listeners]) listener({ type: 'released' });
     }
   }
 }

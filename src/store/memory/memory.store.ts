@@ -1,17 +1,20 @@
+import type { LockStoreCapabilities } from '../capabilities.js';
 import { monotonicNow } from '../../engine/clock.js';
 import {
   QUEUE_LEASE,
   HANDOVER_LEASE,
-  handoverTo,
+  type LockEvent,
   type AcquireAttempt,
   type FencedWriteOutcome,
   type LockStore,
   type ReleaseOutcome,
   type RenewalEntry,
+  type StoredLock,
 } from '../lock-store.interface.js';
-import { isShared } from '../lock-kind.js';
+import { kindOfToken } from '../lock-kind.js';
 import { processSpace, type MemorySpace } from './memory-space.js';
 import { MemorySharedLocks } from './memory-shared-locks.js';
+import { inspectSpace } from './memory-inspect.js';
 
 /**
  * The lock store for a single process, without Redis: for single-instance apps and for unit
@@ -19,6 +22,7 @@ import { MemorySharedLocks } from './memory-shared-locks.js';
  * notifications), but it is NOT distributed: other processes do not see its locks.
  */
 export class MemoryLockStore implements LockStore {
+  readonly capabilities: LockStoreCapabilities;
   private readonly subscriptions = new Set<() => void>();
   /** Semaphores and read-write locks. */
   private readonly shared: MemorySharedLocks;
@@ -26,21 +30,32 @@ export class MemoryLockStore implements LockStore {
   /**
    * @param fair whether waiters queue (see the Redis store); when false, releases that nobody
    *   was queued for are announced to the waiters that race for the lock
+   * @param keyPrefix the module's `keyPrefix`, which errors leave out of the key they name
    */
   constructor(
     private readonly fair: boolean,
     private readonly space: MemorySpace = processSpace,
+    keyPrefix: string,
   ) {
+    this.capabilities = {
+      backend: 'the memory store',
+      queueing: fair,
+      throttle: true,
+      kinds: true,
+      keepAlive: 'ttl',
+      handles: true,
+    };
     this.shared = new MemorySharedLocks(
       space,
       fair,
+      keyPrefix,
       () => this.nextFence(),
-      (key, message) => this.announce(key, message),
+      (key, event) => this.announce(key, event),
     );
   }
 
   async acquire(key: string, token: string, ttl: number, queue: boolean): Promise<AcquireAttempt> {
-    if (isShared(token)) return this.shared.acquire(key, token, ttl, queue);
+    if (kindOfToken(token).shared) return this.shared.acquire(key, token, ttl, queue);
     let held = this.space.live(this.space.locks, key);
     if (!held) {
       const head = this.liveHead(key);
@@ -55,7 +70,8 @@ export class MemoryLockStore implements LockStore {
       // Reserved for this caller by a handover: as in the Redis script, it holds the lock from
       // this request on, with its TTL started again and a fencing token of its own.
       held.expiresAt = monotonicNow() + ttl;
-      return { acquired: true, fencingToken: this.nextFence() };
+      held.fence = this.nextFence();
+      return { acquired: true, fencingToken: held.fence };
     }
     const now = monotonicNow();
     if (queue) this.space.joinQueue(this.space.queues, key, token, ttl);
@@ -64,12 +80,12 @@ export class MemoryLockStore implements LockStore {
   }
 
   async release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
-    if (isShared(token)) return this.shared.release(key, token, successor);
+    if (kindOfToken(token).shared) return this.shared.release(key, token, successor);
     this.leaveQueue(key, token);
     if (this.space.live(this.space.locks, key)?.value !== token) return { released: false };
     this.space.locks.delete(key);
     const granted = this.grantHead(key, successor);
-    if (granted === false && !this.fair) this.announce(key, '');
+    if (granted === false && !this.fair) this.announce(key, { type: 'released' });
     return typeof granted === 'number'
       ? { released: true, successorFencingToken: granted }
       : { released: true };
@@ -77,8 +93,9 @@ export class MemoryLockStore implements LockStore {
 
   /** Sets the lock and issues its fencing token, as the Redis scripts do. */
   private take(key: string, token: string, ttl: number): number {
-    this.space.put(this.space.locks, key, { value: token, expiresAt: monotonicNow() + ttl });
-    return this.nextFence();
+    const fence = this.nextFence();
+    this.space.put(this.space.locks, key, { value: token, expiresAt: monotonicNow() + ttl, fence });
+    return fence;
   }
 
   /** As in the Redis scripts: the last token + 1, but never below the wall clock in µs. */
@@ -110,13 +127,13 @@ export class MemoryLockStore implements LockStore {
       value: head,
       expiresAt: monotonicNow() + Math.min(ttl, HANDOVER_LEASE),
     });
-    this.announce(key, handoverTo(head));
+    this.announce(key, { type: 'turn', token: head });
     return true;
   }
 
-  private announce(key: string, message: string): void {
+  private announce(key: string, event: LockEvent): void {
     for (const listener of this.space.listeners.get(key) ?? []) {
-      queueMicrotask(() => listener(message));
+      queueMicrotask(() => listener(event));
     }
   }
 
@@ -134,7 +151,7 @@ export class MemoryLockStore implements LockStore {
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
     const now = monotonicNow();
     return entries.map(({ key, token, ttl }) => {
-      if (isShared(token)) return this.shared.renew(key, token, ttl);
+      if (kindOfToken(token).shared) return this.shared.renew(key, token, ttl);
       const held = this.space.live(this.space.locks, key);
       if (held?.value !== token) return false;
       held.expiresAt = now + ttl;
@@ -163,17 +180,35 @@ export class MemoryLockStore implements LockStore {
     return this.space.live(this.space.locks, key) !== undefined;
   }
 
-  async subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
+  async inspect(key: string): Promise<StoredLock> {
+    return inspectSpace(this.space, key);
+  }
+
+  /** Always up: the store is this process. */
+  async ping(): Promise<Record<string, unknown>> {
+    return {};
+  }
+
+  async forceRelease(key: string): Promise<number> {
+    const held = this.space.live(this.space.locks, key);
+    if (!held) return 0;
+    if (held.value.startsWith('#')) return this.shared.forceRelease(key, held.value);
+    this.space.locks.delete(key);
+    if (this.grantHead(key, '') === false) this.announce(key, { type: 'released' });
+    return 1;
+  }
+
+  async subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
     let listeners = this.space.listeners.get(key);
     if (!listeners) this.space.listeners.set(key, (listeners = new Set()));
     const unsubscribe = () => {
       this.subscriptions.delete(unsubscribe);
-      listeners.delete(onRelease);
+      listeners.delete(onEvent);
       if (listeners.size === 0 && this.space.listeners.get(key) === listeners) {
         this.space.listeners.delete(key);
       }
     };
-    listeners.add(onRelease);
+    listeners.add(onEvent);
     this.subscriptions.add(unsubscribe);
     return unsubscribe;
   }

@@ -1,51 +1,76 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import type { RedisClusterConfig } from '../../options/lock-options.interface.js';
+import type {
+  RedisClusterConfig,
+  RedisConnectionOptions,
+} from '../../options/lock-options.interface.js';
+import { ioRedisLibrary } from './ioredis/ioredis.library.js';
+import { glideLibrary } from './glide/glide.library.js';
+import { nodeRedisLibrary } from './node-redis/node-redis.library.js';
+import type { PortableServerOptions } from './portable-options.js';
+import type { RedisConnection } from './redis-client.port.js';
 
-/** How long `closeConnection` waits for a polite QUIT before dropping a connection. */
-const QUIT_TIMEOUT = 1_000;
+/** The client libraries the Redis store speaks through (the `redisClient` module option). */
+export const REDIS_CLIENT_KINDS = ['ioredis', 'iovalkey', 'node-redis', 'glide'] as const;
+export type RedisClientKind = (typeof REDIS_CLIENT_KINDS)[number];
 
 /**
- * ioredis keeps a closed connection's timer for `disconnectTimeout` (2 s by default) when Redis
- * was unreachable, which holds up the exit of an app that shuts down.
+ * One client library: how to tell its clients apart when one is passed as `redis`, which of
+ * the `redis` options it honours, and how the store gets its connection on one server (or a
+ * Sentinel-managed master) and on a Cluster: on the client passed in, or on one the module
+ * opens (loading the library's package then, an optional peer) and owns.
  */
-const CLIENT_DEFAULTS: RedisOptions = { disconnectTimeout: 200 };
+export interface RedisClientLibrary {
+  /** The npm package to install for it. */
+  readonly packageName: string;
+  /**
+   * What `value` is if it is a client of this library (of any copy of its package): one server
+   * or a Sentinel-managed master, or a Cluster.
+   */
+  topologyOf(value: unknown): 'single' | 'cluster' | undefined;
+  /** Refuses the options of a server, given as `name`, that this library would not honour. */
+  checkOptions(name: string, options: Record<string, unknown>): void;
+  /** Refuses the `clusterOptions` that this library would not honour. */
+  checkClusterOptions(clusterOptions: Record<string, unknown>): void;
+  /** Refuses a client passed in, as `name`, that the store cannot use as it is configured. */
+  checkClient?(name: string, client: object): void;
+  /**
+   * The store's client on one server: the user's client, or one the module opens.
+   * @param commandTimeout the store's, for a library whose clients have a request timeout
+   */
+  server(
+    config: string | RedisConnectionOptions | object,
+    commandTimeout?: number,
+  ): RedisConnection;
+  /** The store's client on a Cluster: the user's Cluster client, or one the module opens. */
+  cluster(config: RedisClusterConfig | object, commandTimeout?: number): RedisConnection;
+  /** Where a client passed in connects, for the boot line (hosts, ports, names only). */
+  optionsOf(client: object): PortableServerOptions;
+}
+
+/** Every client library, by the name the `redisClient` option gives it. */
+export const REDIS_CLIENTS: Record<RedisClientKind, RedisClientLibrary> = {
+  ioredis: ioRedisLibrary('ioredis'),
+  iovalkey: ioRedisLibrary('iovalkey'),
+  'node-redis': nodeRedisLibrary,
+  glide: glideLibrary,
+};
 
 /**
- * The module's clients connect on their first command, not when they are created: a boot that
- * fails after the store was created (in any module's provider or hook) calls no shutdown hook,
- * and a connection opened then would stay open and keep the process alive.
+ * The library of a client passed as `redis`, and what it connects to; `undefined` for a URL,
+ * options, or an object no library knows. iovalkey's clients are ioredis's (the same API).
  */
-const LAZY = { lazyConnect: true } as const;
-
-/** Creates the client the module owns from a URL or ioredis options. */
-export function createRedisClient(config: string | RedisOptions): Redis {
-  return typeof config === 'string'
-    ? new Redis(config, { ...CLIENT_DEFAULTS, ...LAZY })
-    : new Redis({ ...CLIENT_DEFAULTS, ...config, ...LAZY });
-}
-
-/** Creates the Cluster client the module owns from its startup nodes and options. */
-export function createClusterClient({ cluster, clusterOptions = {} }: RedisClusterConfig): Cluster {
-  return new Cluster(cluster, {
-    ...clusterOptions,
-    ...LAZY,
-    redisOptions: { ...CLIENT_DEFAULTS, ...clusterOptions.redisOptions },
-  });
-}
-
-/** Closes a connection: politely (QUIT) when it is up, within {@link QUIT_TIMEOUT}. */
-export async function closeConnection(connection: Redis | Cluster): Promise<void> {
-  if (connection.status === 'end') return;
-  if (connection.status !== 'ready') {
-    // Not connected (Redis down, still connecting): nothing to say goodbye to.
-    connection.disconnect();
-    return;
+export function clientLibraryOf(
+  value: unknown,
+): { kind: RedisClientKind; topology: 'single' | 'cluster' } | undefined {
+  for (const kind of ['glide', 'node-redis', 'ioredis'] as const) {
+    const topology = REDIS_CLIENTS[kind].topologyOf(value);
+    if (topology) return { kind, topology };
   }
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, QUIT_TIMEOUT);
-  });
-  await Promise.race([connection.quit().catch(() => undefined), timeout]);
-  clearTimeout(timer);
-  connection.disconnect();
+  return undefined;
+}
+
+/** The options of a server's URL (none), options, or client passed in, for the boot line. */
+export function serverOptionsOf(config: string | object): PortableServerOptions {
+  if (typeof config === 'string') return {};
+  const library = clientLibraryOf(config);
+  return library ? REDIS_CLIENTS[library.kind].optionsOf(config) : config;
 }

@@ -1,44 +1,35 @@
-import type { Cluster, Redis } from 'ioredis';
-import { isClusterClient } from '../../options/redis-topology.js';
-import { slotOf } from '../../keys/cluster-slots.js';
-import { fenceKeyOf, scriptKeysOf, sharedScriptKeysOf, sideKeyOf } from '../../keys/lock-keys.js';
-import { isShared, kindConflict } from '../lock-kind.js';
-import { ACQUIRE_SCRIPT, type AcquireArgs } from './scripts/acquire.script.js';
-import { FENCED_WRITE_SCRIPT } from './scripts/fenced-write.script.js';
-import { CLAIM_SCRIPT } from './scripts/claim.script.js';
-import { RELEASE_SCRIPT, type ReleaseArgs } from './scripts/release.script.js';
-import { KEEP_PLACES_SCRIPT } from './scripts/keep-places.script.js';
-import { RENEW_SCRIPT } from './scripts/renew.script.js';
-import {
-  SHARED_ACQUIRE_SCRIPT,
-  type SharedAttempt,
-} from './scripts/shared/shared-acquire.script.js';
-import { SHARED_RELEASE_SCRIPT } from './scripts/shared/shared-release.script.js';
-import { SHARED_RENEW_SCRIPT } from './scripts/shared/shared-renew.script.js';
-import {
-  QUEUE_LEASE,
-  type AcquireAttempt,
-  type FencedWriteOutcome,
-  type LockStore,
-  type ReleaseOutcome,
-  type RenewalEntry,
+import type { LockStoreCapabilities } from '../capabilities.js';
+import { legacyFenceKeyOf, lockNameOf } from '../../keys/lock-keys.js';
+import { kindConflict } from '../lock-kind.js';
+import { LockConnectionError } from '../../lock.errors.js';
+import type { AcquireArgs } from './scripts/acquire.script.js';
+import type { ReleaseArgs } from './scripts/release.script.js';
+import type { SharedAttempt } from './scripts/shared/shared-acquire.script.js';
+import type {
+  AcquireAttempt,
+  FencedWriteOutcome,
+  LockEvent,
+  LockStore,
+  ReleaseOutcome,
+  RenewalEntry,
+  StoredLock,
 } from '../lock-store.interface.js';
-import { closeConnection } from './redis-clients.js';
+import type { RedisClientPort } from './redis-client.port.js';
+import { claimOn, writeFencedOn } from './redis-fencing.js';
+import { KindScripts } from './redis-kinds.js';
+import { renewInChunks } from './redis-renewals.js';
 import { PUBSUB, ReleaseChannels } from './release-channels.js';
 import { ReplicaWait } from './replica-wait.js';
-import { timedCommand, type TimedCommand } from './timed-command.js';
-
-/** Keys per renewal script call, so that one call never blocks Redis for long. */
-const RENEW_CHUNK = 500;
-/**
- * Renewal calls written in one turn of the event loop: up to 2,000 locks due renew in one
- * pipelined round trip, and more never hold the loop for longer than a few milliseconds.
- */
-const CHUNKS_PER_TURN = 4;
+import { timedCommand, type TimedCommand } from '../timed-command.js';
 
 /** How the module sets up a {@link RedisLockStore}. */
 export interface RedisLockStoreOptions {
-  client: Redis | Cluster;
+  client: RedisClientPort;
+  /**
+   * The module's `keyPrefix`: the fencing counters lie under it, one set per prefix, and errors
+   * name a key without it, as the caller did.
+   */
+  keyPrefix: string;
   /** Whether `close()` should close `client` (true when the module created it). */
   ownsClient: boolean;
   /**
@@ -58,29 +49,50 @@ export interface RedisLockStoreOptions {
  * the user configured), with release notifications over pub/sub (see {@link ReleaseChannels}).
  */
 export class RedisLockStore implements LockStore {
-  private readonly client: Redis | Cluster;
+  readonly capabilities: LockStoreCapabilities;
+  private readonly client: RedisClientPort;
   private readonly cluster: boolean;
   private readonly command: TimedCommand;
   private readonly channels: ReleaseChannels;
+  private readonly scripts: KindScripts;
   /** With `waitForReplicas`: the WAITs after each acquisition and renewal. */
   private readonly replicas?: ReplicaWait;
 
   constructor(private readonly options: RedisLockStoreOptions) {
+    this.capabilities = {
+      backend: 'Redis',
+      queueing: options.fair,
+      throttle: true,
+      kinds: true,
+      keepAlive: 'ttl',
+      handles: true,
+    };
     this.client = options.client;
-    this.cluster = isClusterClient(this.client);
-    this.command = timedCommand(options.commandTimeout);
-    this.channels = new ReleaseChannels(this.client, this.command, options.onError);
+    this.cluster = this.client.cluster;
+    this.command = timedCommand(options.commandTimeout, options.keyPrefix, 'Redis');
+    this.scripts = new KindScripts(this.client, options.keyPrefix, this.cluster);
+    this.channels = new ReleaseChannels(
+      this.client,
+      this.command,
+      options.onError,
+      options.keyPrefix,
+    );
     if (options.ownsClient) {
-      this.client.on('error', (error) => options.onError('Redis connection error', error));
+      this.client.onError((error) => options.onError('Redis connection error', error));
     }
     if (options.waitForReplicas) {
-      this.replicas = new ReplicaWait(this.client, options.waitForReplicas, this.command);
+      this.replicas = new ReplicaWait(
+        this.client,
+        options.waitForReplicas,
+        this.command,
+        options.keyPrefix,
+      );
     }
   }
 
   /** Whether the connection is up or still being set up (false while it waits to reconnect). */
   get reachable(): boolean {
-    return !['reconnecting', 'close', 'end'].includes(this.client.status);
+    return this.client.reachable;
   }
 
   async acquire(
@@ -93,12 +105,9 @@ export class RedisLockStore implements LockStore {
     // Not awaited off a Cluster: an await per command is measurable on the hot path.
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
     const connection = this.replicas?.connection ?? 0;
-    const args: AcquireArgs = [token, ttl, queue ? 1 : 0, publish];
-    const reply = this.command(key, 'acquire', (): Promise<SharedAttempt> =>
-      isShared(token)
-        ? SHARED_ACQUIRE_SCRIPT.run(this.client, sharedScriptKeysOf(key, this.cluster), args)
-        : ACQUIRE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), args),
-    );
+    const legacy = legacyFenceKeyOf(key, this.cluster);
+    const args: AcquireArgs = [token, ttl, queue ? 1 : 0, publish, legacy];
+    const reply = this.command(key, 'acquire', () => this.scripts.acquire(key, args));
     let attempt: SharedAttempt;
     try {
       attempt = await reply;
@@ -111,7 +120,9 @@ export class RedisLockStore implements LockStore {
       );
       throw error;
     }
-    if ('heldAs' in attempt) throw kindConflict(key, token, attempt.heldAs);
+    if ('heldAs' in attempt) {
+      throw kindConflict(lockNameOf(this.options.keyPrefix, key), token, attempt.heldAs);
+    }
     if (!attempt.acquired || !this.replicas) return attempt;
     try {
       await this.replicas.replicated(key, 'acquire', connection);
@@ -145,62 +156,32 @@ export class RedisLockStore implements LockStore {
   }
 
   async keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
-    for (const shared of [false, true]) {
-      const ofKind = tokens.filter((token) => isShared(token) === shared);
-      if (ofKind.length === 0) continue;
-      const places = sideKeyOf(key, shared ? 'places' : 'waiters');
-      await this.command(key, 'keep places', () =>
-        KEEP_PLACES_SCRIPT.run(this.client, [places], [QUEUE_LEASE, ...ofKind]),
-      );
-    }
+    await this.scripts.keepPlaces(key, tokens, (call) => this.command(key, 'keep places', call));
   }
 
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
-    // A script's keys must share one hash slot on a Cluster, so renewals are batched per slot
-    // there (ioredis still pipelines the calls to each node); elsewhere, in chunks.
-    const batches = this.cluster ? [...groupBySlot(entries).values()] : [entries];
     const connection = this.replicas?.connection ?? 0;
-    const calls: Promise<boolean[]>[] = [];
-    for (const batch of batches) {
-      for (let i = 0; i < batch.length; i += RENEW_CHUNK) {
-        // Writing a chunk's command takes the event loop most of a millisecond: with many locks
-        // due at once, let the application's other work run between runs of chunks. A chunk
-        // that fails meanwhile is not an unhandled rejection: Promise.all below has it.
-        if (calls.length > 0 && calls.length % CHUNKS_PER_TURN === 0) {
-          await new Promise(setImmediate);
-        }
-        const call = this.renewChunk(batch.slice(i, i + RENEW_CHUNK));
-        call.catch(() => undefined);
-        calls.push(call);
-      }
-    }
-    const replies = (await Promise.all(calls)).flat();
+    const renewed = await renewInChunks(this.scripts, this.command, this.cluster, entries);
     if (entries.length > 0) await this.replicas?.replicated(entries[0].key, 'renew', connection);
-    if (!this.cluster) return replies;
-    // The replies come in slot order: put them back in the order of the entries.
-    const renewed = new Map(batches.flat().map((entry, i) => [entry, replies[i]]));
-    return entries.map((entry) => renewed.get(entry) === true);
+    return renewed;
   }
 
   /**
    * RedLock: raises the fencing counter of `key` to at least `fencingToken`, so that the next
-   * token this master issues for the key is greater.
+   * token this master issues for the key is greater, and records it as the fencing token of
+   * the lock `token` holds here, if it does.
    */
-  async raiseFence(key: string, fencingToken: number): Promise<void> {
-    await this.claim(key, '', 0, fencingToken);
+  async raiseFence(key: string, fencingToken: number, token = ''): Promise<void> {
+    await this.claim(key, token, 0, fencingToken);
   }
 
   /**
    * RedLock: takes the lock on `key` for `token` if it is free on this master, raising the
-   * fencing counter as {@link raiseFence} does (which passes no token, to only raise it).
+   * fencing counter as {@link raiseFence} does (which passes a ttl of 0, to take nothing).
    */
   async claim(key: string, token: string, ttl: number, fencingToken: number): Promise<void> {
     await this.command(key, 'claim', () =>
-      CLAIM_SCRIPT.run(
-        this.client,
-        [key, fenceKeyOf(key, this.cluster)],
-        [fencingToken, token, ttl],
-      ),
+      claimOn(this.client, this.options.keyPrefix, this.cluster, { key, token, ttl, fencingToken }),
     );
   }
 
@@ -212,23 +193,47 @@ export class RedisLockStore implements LockStore {
     ttl: number,
   ): Promise<FencedWriteOutcome> {
     return this.command(resource, 'writeFenced', () =>
-      FENCED_WRITE_SCRIPT.run(this.client, [resource, guard], [fencingToken, value, ttl]),
+      writeFencedOn(this.client, { resource, guard, value, fencingToken, ttl }),
     );
   }
 
   async isLocked(key: string): Promise<boolean> {
-    return Number(await this.command(key, 'isLocked', () => this.client.exists(key))) === 1;
+    return (await this.command(key, 'isLocked', () => this.client.exists(key))) === 1;
   }
 
-  subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
-    return this.channels.subscribe(key, onRelease);
+  async inspect(key: string): Promise<StoredLock> {
+    return this.command(key, 'inspect', () => this.scripts.inspect(key));
+  }
+
+  async forceRelease(key: string): Promise<number> {
+    const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
+    const legacy = legacyFenceKeyOf(key, this.cluster);
+    return this.command(key, 'forceRelease', () =>
+      this.scripts.forceRelease(key, [publish, legacy]),
+    );
+  }
+
+  /**
+   * `EXISTS` of the bare key prefix, which no lock has (a lock's name is never empty): a read
+   * that a user confined to the prefix may make, on the node that serves the prefix's slot.
+   */
+  async ping(): Promise<Record<string, unknown>> {
+    const { keyPrefix } = this.options;
+    // Waiting to reconnect, the client would hold the command until the timeout: say so now.
+    if (!this.client.reachable) throw new LockConnectionError('', 'not connected to Redis');
+    await this.command(keyPrefix, 'ping', () => this.client.exists(keyPrefix));
+    return {};
+  }
+
+  subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
+    return this.channels.subscribe(key, onEvent);
   }
 
   async close(): Promise<void> {
     this.replicas?.close();
     await Promise.all([
       this.channels.close(),
-      this.options.ownsClient ? closeConnection(this.client) : undefined,
+      this.options.ownsClient ? this.client.close() : undefined,
     ]);
   }
 
@@ -239,56 +244,8 @@ export class RedisLockStore implements LockStore {
     successor: string,
   ): Promise<ReleaseOutcome> {
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
-    const args: ReleaseArgs = [token, announce ? 1 : 0, publish, successor];
-    return this.command(key, 'release', () =>
-      isShared(token)
-        ? SHARED_RELEASE_SCRIPT.run(this.client, sharedScriptKeysOf(key, this.cluster), args)
-        : RELEASE_SCRIPT.run(this.client, scriptKeysOf(key, this.cluster), args),
-    );
+    const legacy = legacyFenceKeyOf(key, this.cluster);
+    const args: ReleaseArgs = [token, announce ? 1 : 0, publish, successor, legacy];
+    return this.command(key, 'release', () => this.scripts.release(key, args));
   }
-
-  private renewChunk(chunk: readonly RenewalEntry[]): Promise<boolean[]> {
-    return this.command(chunk[0].key, 'renew', async () => {
-      const shared = chunk.filter((entry) => isShared(entry.token));
-      if (shared.length === 0) {
-        return RENEW_SCRIPT.run(
-          this.client,
-          chunk.map((entry) => entry.key),
-          chunk.flatMap((entry) => [entry.token, entry.ttl]),
-        );
-      }
-      // Semaphore permits and read-write shares renew with a script of their own, in the same
-      // round trip (ioredis pipelines the two calls); the replies go back in the chunk's order.
-      const mutexes = chunk.filter((entry) => !isShared(entry.token));
-      const [mutexReplies, sharedReplies] = await Promise.all([
-        mutexes.length === 0
-          ? []
-          : RENEW_SCRIPT.run(
-              this.client,
-              mutexes.map((entry) => entry.key),
-              mutexes.flatMap((entry) => [entry.token, entry.ttl]),
-            ),
-        SHARED_RENEW_SCRIPT.run(
-          this.client,
-          shared.flatMap((entry) => [entry.key, sideKeyOf(entry.key, 'holders')]),
-          shared.flatMap((entry) => [entry.token, entry.ttl]),
-        ),
-      ]);
-      const replies = new Map<RenewalEntry, boolean>();
-      mutexes.forEach((entry, i) => replies.set(entry, mutexReplies[i]));
-      shared.forEach((entry, i) => replies.set(entry, sharedReplies[i]));
-      return chunk.map((entry) => replies.get(entry) === true);
-    });
-  }
-}
-
-function groupBySlot(entries: readonly RenewalEntry[]): Map<number, RenewalEntry[]> {
-  const slots = new Map<number, RenewalEntry[]>();
-  for (const entry of entries) {
-    const slot = slotOf(entry.key);
-    const batch = slots.get(slot);
-    if (batch) batch.push(entry);
-    else slots.set(slot, [entry]);
-  }
-  return slots;
 }

@@ -1,6 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisClientPort } from './redis-client.port.js';
+import { lockNameOf } from '../../keys/lock-keys.js';
 import { LockReplicationError } from '../../lock.errors.js';
-import type { TimedCommand } from './timed-command.js';
+import type { TimedCommand } from '../timed-command.js';
 
 /**
  * `waitForReplicas`: waits until enough replicas acknowledged the writes made on the store's
@@ -14,17 +15,19 @@ export class ReplicaWait {
    * connection; one sent after a reconnect (to a new master, say) would vouch for nothing.
    */
   private closes = 0;
-  private readonly countClose = () => void this.closes++;
+  private readonly stopCounting: () => void;
   /** The WAIT on its way, and the one queued behind it for the writes made meanwhile. */
   private waitSent?: Promise<number>;
   private waitNext?: Promise<number>;
 
+  /** @param keyPrefix the module's `keyPrefix`, which errors leave out of the key they name */
   constructor(
-    private readonly client: Redis | Cluster,
+    private readonly client: RedisClientPort,
     private readonly wanted: { replicas: number; timeout: number },
     private readonly command: TimedCommand,
+    private readonly keyPrefix: string,
   ) {
-    client.on('close', this.countClose);
+    this.stopCounting = client.onClose(() => void this.closes++);
   }
 
   /** The connection that writes sent now go out on, to pass to {@link replicated}. */
@@ -43,13 +46,14 @@ export class ReplicaWait {
     const counted = this.closes === connection ? acknowledged : 0;
     if (counted < this.wanted.replicas) {
       const { replicas, timeout } = this.wanted;
-      throw new LockReplicationError(key, operation, counted, replicas, timeout);
+      const name = lockNameOf(this.keyPrefix, key);
+      throw new LockReplicationError(name, operation, counted, replicas, timeout);
     }
   }
 
   /** Stops counting the connection's closes. */
   close(): void {
-    this.client.off('close', this.countClose);
+    this.stopCounting();
   }
 
   /** A WAIT that covers every write made on the connection before this call. */
@@ -65,7 +69,7 @@ export class ReplicaWait {
   }
 
   private sendWait(): Promise<number> {
-    const sent = this.client.wait(this.wanted.replicas, this.wanted.timeout).then(Number);
+    const sent = this.client.waitForReplicas(this.wanted.replicas, this.wanted.timeout);
     this.waitSent = sent;
     const done = () => {
       if (this.waitSent === sent) this.waitSent = undefined;

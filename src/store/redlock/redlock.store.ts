@@ -1,17 +1,19 @@
+import type { LockStoreCapabilities } from '../capabilities.js';
 import { LockError, LockQuorumError } from '../../lock.errors.js';
 import { driftOf, monotonicNow } from '../../engine/clock.js';
+import { lockNameOf } from '../../keys/lock-keys.js';
 import type {
   AcquireAttempt,
+  LockEvent,
   LockStore,
   ReleaseOutcome,
   RenewalEntry,
+  StoredLock,
 } from '../lock-store.interface.js';
-import { isShared, kindOfToken, notOnRedlock } from '../lock-kind.js';
 import type { RedisLockStore } from '../redis/redis.store.js';
 import { askMasters, count, type RedlockMaster, type Tally } from './ask-masters.js';
-
-/** How many release messages a subscription remembers, to pass each release on once. */
-const RECENT_RELEASES = 16;
+import { subscribeOnMasters } from './redlock-subscription.js';
+import { majorityView } from './redlock-view.js';
 
 /**
  * RedLock: the same lock, with the same token, on N independent Redis masters. A lock is held
@@ -34,6 +36,29 @@ const RECENT_RELEASES = 16;
  * message of any master.
  */
 export class RedlockLockStore implements LockStore {
+  readonly capabilities: LockStoreCapabilities = {
+    backend: 'RedLock',
+    queueing: false,
+    throttle: true,
+    kinds: false,
+    keepAlive: 'ttl',
+    leadership: false,
+    handles: true,
+    why: {
+      // A term lasts for days, not for a section: see docs/leader-election.md#redlock.
+      leadership:
+        ': RedLock keeps no line across its masters, so a resigning or restarting leader would ' +
+        'race its standbys instead of handing over, and a term that lasts for days would rest ' +
+        "on RedLock's assumptions about clocks and master restarts all that time; use one " +
+        'Redis, Sentinel or Cluster, or ZooKeeper',
+      // Permits counted on independent masters do not add up to a limit (each master may count
+      // a different majority of holders, so up to about N/⌊N/2+1⌋ × limit callers could hold
+      // at once), and the masters keep no common queue to serve waiters in order.
+      kinds:
+        ' (several masters): semaphores and read-write locks need one Redis, Sentinel or ' +
+        'Cluster, or the memory store',
+    },
+  };
   private readonly quorum: number;
   /** How many masters may fail, refuse or be slow while a majority still decides. */
   private readonly tolerated: number;
@@ -42,16 +67,17 @@ export class RedlockLockStore implements LockStore {
   /** Tokens released meanwhile: their renewals must not put them back (see `repair`). */
   private readonly released = new Set<string>();
 
+  /** @param keyPrefix the module's `keyPrefix`, which errors leave out of the key they name */
   constructor(
     private readonly masters: readonly RedlockMaster[],
     private readonly driftFactor: number,
+    private readonly keyPrefix: string,
   ) {
     this.quorum = Math.floor(masters.length / 2) + 1;
     this.tolerated = masters.length - this.quorum;
   }
 
   async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
-    if (isShared(token)) throw notOnRedlock(kindOfToken(token));
     const validUntil = monotonicNow() + ttl - driftOf(ttl, this.driftFactor);
     const votes = await askMasters(
       this.masters,
@@ -72,7 +98,7 @@ export class RedlockLockStore implements LockStore {
       // counter is harmless where the lock was not granted.
       const raised = await askMasters(
         this.masters,
-        (store) => store.raiseFence(key, fencingToken),
+        (store) => store.raiseFence(key, fencingToken, token),
         (answers, failed) => answers.length >= this.quorum || failed > this.tolerated,
       );
       if (raised.answers.length >= this.quorum && monotonicNow() < validUntil) {
@@ -134,10 +160,32 @@ export class RedlockLockStore implements LockStore {
     return this.decide(key, 'isLocked', (store) => store.isLocked(key));
   }
 
+  /** The majority's view (see {@link majorityView}), once every master answered or failed. */
+  async inspect(key: string): Promise<StoredLock> {
+    return majorityView(await this.everyAnswer(key, 'inspect', (s) => s.inspect(key)), this.quorum);
+  }
+
   /**
-   * Refused: a resource guarded on N masters would need quorum reads as well as writes. Keep
-   * the resource in its own store and compare fencing tokens there.
+   * Evicts the holders on every master that answers; resolves how many a majority held (the
+   * `quorum`-th greatest count).
    */
+  async forceRelease(key: string): Promise<number> {
+    const counts = await this.everyAnswer(key, 'forceRelease', (s) => s.forceRelease(key));
+    return counts.sort((a, b) => b - a)[this.quorum - 1];
+  }
+
+  /** Up while a majority of masters answer. */
+  async ping(): Promise<Record<string, unknown>> {
+    const tally = await askMasters(
+      this.masters,
+      (store) => store.ping(),
+      (answers) => answers.length >= this.quorum,
+    );
+    if (tally.answers.length < this.quorum) throw this.quorumError(this.keyPrefix, 'ping', tally);
+    return { masters: `${tally.answers.length}/${this.masters.length} answered` };
+  }
+
+  /** Refused: a resource guarded on N masters would need quorum reads as well as writes. */
   writeFenced(): Promise<never> {
     return Promise.reject(
       new LockError(
@@ -147,32 +195,12 @@ export class RedlockLockStore implements LockStore {
     );
   }
 
-  async subscribe(key: string, onRelease: (message: string) => void): Promise<() => void> {
-    // Each master announces the same release: pass each one on once, so that waiters do not
-    // make an attempt per master that is bound to be refused.
-    const recent: string[] = [];
-    const once = (message: string) => {
-      if (recent.includes(message)) return;
-      recent.push(message);
-      if (recent.length > RECENT_RELEASES) recent.shift();
-      onRelease(message);
-    };
-    const unsubscribers: (() => void)[] = [];
-    let ended = false;
-    const unsubscribe = () => {
-      ended = true;
-      for (const stop of unsubscribers.splice(0)) stop();
-    };
-    // A release reaches a majority of masters, which shares one with any majority of
-    // subscriptions: so a majority of subscriptions is enough not to miss it.
-    const tally = await askMasters(
+  async subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
+    const { tally, unsubscribe } = await subscribeOnMasters(
       this.masters,
-      async (store) => {
-        const stop = await store.subscribe(key, once);
-        if (ended) stop();
-        else unsubscribers.push(stop);
-      },
-      (answers, failed) => answers.length >= this.quorum || failed > this.tolerated,
+      key,
+      onEvent,
+      this.quorum,
     );
     if (tally.answers.length < this.quorum) {
       unsubscribe();
@@ -244,6 +272,17 @@ export class RedlockLockStore implements LockStore {
     throw this.quorumError(key, operation, tally);
   }
 
+  /** The answers of every master (waiting for the slow ones), if at least a quorum answered. */
+  private async everyAnswer<T>(
+    key: string,
+    operation: string,
+    call: (store: RedisLockStore) => Promise<T>,
+  ): Promise<T[]> {
+    const tally = await askMasters(this.masters, call, () => false);
+    if (tally.answers.length < this.quorum) throw this.quorumError(key, operation, tally);
+    return tally.answers.map(({ value }) => value);
+  }
+
   /** Whether entry `i` of a renewal is decided: renewed by a majority, or lost on too many. */
   private outcome(answers: (boolean | undefined)[][], i: number): boolean | undefined {
     const renewed = count(answers, (renewals) => renewals[i] === true);
@@ -253,6 +292,8 @@ export class RedlockLockStore implements LockStore {
   }
 
   private quorumError(key: string, operation: string, tally: Tally<unknown>): LockQuorumError {
-    return new LockQuorumError(key, operation, tally.failures, this.quorum, this.masters.length);
+    const { quorum, masters } = this;
+    const name = lockNameOf(this.keyPrefix, key);
+    return new LockQuorumError(name, operation, tally.failures, quorum, masters.length);
   }
 }

@@ -1,4 +1,4 @@
-import { kindOfToken, markerOf, type LockKind } from '../lock-kind.js';
+import { kindOfToken, type LockKind } from '../lock-kind.js';
 
 /*
  * Where a contender stands in a lock's line, for each kind of lock. Every contender of a key
@@ -7,8 +7,9 @@ import { kindOfToken, markerOf, type LockKind } from '../lock-kind.js';
  *
  *   mutex, writer   holds when first; waits for the node just before its own
  *   reader          holds when no writer's node comes before its own; waits for the nearest one
- *   semaphore (N)   holds when fewer than N nodes come before its own; waits for any change of
- *                   the line (a departure anywhere ahead may let it in, not only its
+ *   semaphore (N)   holds when the permits of the nodes before its own and its own add up to
+ *                   at most N (one each, unless a token asks for more); waits for any change
+ *                   of the line (a departure anywhere ahead may let it in, not only its
  *                   predecessor's)
  *
  * A contender whose line begins with a node of another kind (a mutex, a read-write lock, or a
@@ -28,32 +29,25 @@ export type Standing =
   /** The line begins with a node of another kind: `heldAs` for `kindConflict`. */
   | { conflict: string };
 
-/** The kinds that may share a line: a mutex, the readers and writers of one read-write lock, a semaphore's permits (each limit apart). */
-function familyOf(kind: LockKind): string {
-  return kind.type === 'mutex' ? 'mutex' : markerOf(kind);
-}
-
 /**
  * Where the contender of `kind` at `place` in `line` (names first come first) stands; `place`
- * may be the line's length, to ask whether a newcomer would hold.
+ * may be the line's length, to ask whether a newcomer would hold. Its kind decides (see
+ * `LockKind.standing`), among the nodes ahead of it, which are of its family unless the line
+ * begins with a node of another kind.
  */
 export function standing(line: readonly string[], place: number, kind: LockKind): Standing {
-  const family = familyOf(kind);
-  let writer = -1;
+  const ahead: LockKind[] = [];
   for (let i = 0; i < place; i++) {
-    const ahead = kindOfToken(line[i]);
-    if (familyOf(ahead) !== family) {
+    const other = kindOfToken(line[i]);
+    if (other.family !== kind.family) {
       if (i > 0) return { holds: false, behind: line[i] };
-      return { conflict: ahead.type === 'mutex' ? line[i] : markerOf(ahead) };
+      return { conflict: other.type === 'mutex' ? line[i] : other.family };
     }
-    if (ahead.type === 'write') writer = i;
+    ahead.push(other);
   }
-  switch (kind.type) {
-    case 'semaphore':
-      return place < kind.limit ? { holds: true } : { holds: false };
-    case 'read':
-      return writer < 0 ? { holds: true } : { holds: false, behind: line[writer] };
-    default:
-      return place === 0 ? { holds: true } : { holds: false, behind: line[place - 1] };
-  }
+  const where = kind.standing(ahead);
+  if (where.holds) return where;
+  return where.behind === undefined
+    ? { holds: false }
+    : { holds: false, behind: line[where.behind] };
 }

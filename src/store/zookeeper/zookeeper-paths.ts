@@ -5,11 +5,15 @@
  *                                             the release that leaves it empty
  *   <root>/<escaped key>/<token>-<sequence>   a contender: an ephemeral sequential node; the
  *                                             smallest sequence holds the lock
+ *   <root>/<escaped key>.window               a throttle's window (`holdFor`): a persistent
+ *                                             node whose data is how long it closes the key
+ *                                             after it was written (`{"keepFor":ms}`)
  *
  * A key is escaped one-to-one into a single node name: every character but ASCII letters,
  * digits, "_", "-" and ":" becomes "%" and two hex digits per UTF-8 byte ("%" itself too). So a
  * key can neither climb the tree ("/", "." and ".." cannot appear), nor use a character that
- * ZooKeeper refuses in paths, and two keys never share a node.
+ * ZooKeeper refuses in paths, and two keys never share a node. Nor can an escaped key end in
+ * `.window`, since "." is always escaped.
  */
 
 const PLAIN = /^[A-Za-z0-9_:-]$/;
@@ -34,6 +38,11 @@ export function lockPath(root: string, key: string): string {
   return `${root}/${escapeKey(key)}`;
 }
 
+/** The node of a lock key's throttle window, beside its lock node. */
+export function windowPath(root: string, key: string): string {
+  return `${lockPath(root, key)}.window`;
+}
+
 /** How a contender's node name begins: its token, then ZooKeeper appends the sequence. */
 export function contenderPrefix(token: string): string {
   return `${token}-`;
@@ -42,6 +51,11 @@ export function contenderPrefix(token: string): string {
 /** The sequence number ZooKeeper gave a contender's node (10 digits, sorts as text). */
 export function sequenceOf(name: string): string {
   return name.slice(name.lastIndexOf('-') + 1);
+}
+
+/** The token a contender's node was created for (see {@link contenderPrefix}). */
+export function tokenOfNode(name: string): string {
+  return name.slice(0, name.lastIndexOf('-'));
 }
 
 /** Contender node names, first come first. */

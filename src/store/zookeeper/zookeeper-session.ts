@@ -7,6 +7,8 @@ import { LockError, LockOptionsError } from '../../lock.errors.js';
 type ZooKeeperClientModule = typeof import('node-zookeeper-client');
 
 const CLIENT_PACKAGE = 'node-zookeeper-client';
+/** Longest wait for the server to close the session when the store closes, in ms. */
+const CLOSE_BOUND = 2_000;
 
 let clientModule: ZooKeeperClientModule | undefined;
 
@@ -50,13 +52,14 @@ export function codeOf(error: unknown): number | undefined {
 /**
  * The fencing token of a contender's node: its creation zxid (8 bytes, big-endian), which grows
  * across the ensemble and its leader elections.
+ * @param name the lock's key as the caller named it, for the error
  * @throws LockError when the zxid is beyond the safe integers, rather than lose precision
  */
-export function fencingTokenOf(key: string, stat: Pick<Stat, 'czxid'>): number {
+export function fencingTokenOf(name: string, stat: Pick<Stat, 'czxid'>): number {
   const zxid = stat.czxid.readBigUInt64BE(0);
   if (zxid > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new LockError(
-      `Lock "${key}": ZooKeeper's zxid ${zxid} is beyond Number.MAX_SAFE_INTEGER, so it cannot ` +
+      `Lock "${name}": ZooKeeper's zxid ${zxid} is beyond Number.MAX_SAFE_INTEGER, so it cannot ` +
         'serve as a fencing token without losing precision',
     );
   }
@@ -80,11 +83,18 @@ export class ZooKeeperSession {
   private closed = false;
   /** While the client is not connected: cuts a handshake that gets no answer (see below). */
   private handshakeTimer?: NodeJS.Timeout;
+  /** While the client is not connected: says so every `unreachable.after` ms (see below). */
+  private unreachableTimer?: NodeJS.Timeout;
 
+  /**
+   * @param unreachable how long the client may go without a connection before `warn` hears of
+   *   it (and again after each such period while it lasts)
+   */
   constructor(
     private readonly connectionString: string,
     private readonly sessionTimeout: number,
     private readonly onExpired: (generation: number) => void,
+    private readonly unreachable: { after: number; warn: (message: string) => void },
   ) {
     loadZooKeeperClient(connectionString);
   }
@@ -103,6 +113,12 @@ export class ZooKeeperSession {
     return granted !== undefined && granted > 0 ? granted : this.sessionTimeout;
   }
 
+  /** The client's state as the client library names it (`SYNC_CONNECTED`, `DISCONNECTED`, …). */
+  get state(): string {
+    if (this.closed) return 'CLOSED';
+    return this.client?.getState().name ?? 'NOT_CONNECTED';
+  }
+
   /** The live client, created (and connecting) on first use. */
   connection(): Client {
     if (this.closed) throw new Error('the ZooKeeper session is closed');
@@ -118,24 +134,48 @@ export class ZooKeeperSession {
       if (this.client !== client) return;
       this.client = undefined;
       this.stopHandshakeWatch();
+      this.stopUnreachableWatch();
       client.close();
       this.failPending(new SessionExpiredError());
       this.onExpired(generation);
     });
-    client.on('disconnected', () => this.watchHandshake(client));
-    client.on('connected', () => this.stopHandshakeWatch());
+    client.on('disconnected', () => {
+      if (this.client !== client) return;
+      this.watchHandshake(client);
+      this.watchUnreachable(client);
+    });
+    client.on('connected', () => {
+      this.stopHandshakeWatch();
+      this.stopUnreachableWatch();
+    });
     client.connect();
     this.client = client;
+    this.watchUnreachable(client);
     return client;
   }
 
-  /** Ends the session: its ephemeral nodes go at once. */
-  close(): void {
+  /**
+   * Ends the session: its ephemeral nodes go at once. Resolves once the server has closed it
+   * (its connection ends), or after {@link CLOSE_BOUND} ms: a process that exits right after
+   * would otherwise leave its nodes behind until the session times out.
+   */
+  close(): Promise<void> {
     this.closed = true;
     this.stopHandshakeWatch();
-    this.client?.close();
+    this.stopUnreachableWatch();
+    const client = this.client;
     this.client = undefined;
     this.failPending(new Error('the ZooKeeper session is closed'));
+    if (!client) return Promise.resolve();
+    return new Promise((resolve) => {
+      const closed = () => {
+        clearTimeout(bound);
+        resolve();
+      };
+      const bound = setTimeout(closed, CLOSE_BOUND);
+      client.once('disconnected', closed);
+      client.close();
+    });
   }
 
   /** Runs one call of the client with a Node-style callback, as a promise of its result. */
@@ -174,6 +214,32 @@ export class ZooKeeperSession {
   private stopHandshakeWatch(): void {
     clearInterval(this.handshakeTimer);
     this.handshakeTimer = undefined;
+  }
+
+  /**
+   * The client library retries a server that refuses or does not answer without a word, so a
+   * ZooKeeper that cannot be reached would go unnoticed until calls time out: like the Redis
+   * client's connection errors, a connection that is not made in time is reported, while the
+   * library goes on trying.
+   */
+  private watchUnreachable(client: Client): void {
+    if (this.unreachableTimer) return;
+    const { after, warn } = this.unreachable;
+    let periods = 0;
+    this.unreachableTimer = setInterval(() => {
+      if (this.client !== client) return this.stopUnreachableWatch();
+      periods++;
+      warn(
+        `ZooKeeper connection error: no connection to ${this.connectionString} for ` +
+          `${periods * after} ms; still trying`,
+      );
+    }, after);
+    this.unreachableTimer.unref();
+  }
+
+  private stopUnreachableWatch(): void {
+    clearInterval(this.unreachableTimer);
+    this.unreachableTimer = undefined;
   }
 
   private failPending(error: Error): void {

@@ -6,7 +6,13 @@ import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
 import { integerOf, pairOf } from './script-reply.js';
 
 /** The arguments of {@link ACQUIRE_SCRIPT} (ARGV), durations in ms. */
-export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: PublishCommand];
+export type AcquireArgs = [
+  token: string,
+  ttl: number,
+  queue: 0 | 1,
+  publish: PublishCommand,
+  legacyFence: string,
+];
 
 /**
  * One acquisition attempt: takes the lock if it is free and nobody queues before the caller,
@@ -28,9 +34,14 @@ export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: Pu
 export const ACQUIRE_SCRIPT = new LuaScript<ScriptKeys, AcquireArgs, AcquireAttempt>(
   `${NEXT_FENCE_LUA}
 local token, ttl = ARGV[1], tonumber(ARGV[2])
+local function held()
+  local fence = next_fence()
+  record_tenure(KEYS[5], token, fence, ttl)
+  return {1, fence}
+end
 local queued = redis.call('EXISTS', KEYS[3]) == 1
 if not queued and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  return {1, next_fence()}
+  return held()
 end
 ${QUEUE_LUA}
 local holder = redis.call('GET', KEYS[1])
@@ -39,14 +50,14 @@ if queued and not holder then
   if not head or head == token then
     leave_queue(token)
     redis.call('SET', KEYS[1], token, 'PX', ttl)
-    return {1, next_fence()}
+    return held()
   end
   grant_head(ARGV[4], '')
   holder = head
 end
 if holder == token then
   redis.call('PEXPIRE', KEYS[1], ttl)
-  return {1, next_fence()}
+  return held()
 end
 if ARGV[3] == '1' then
   local now_us = server_time_us()

@@ -1,4 +1,5 @@
-import { HANDOVER_LEASE, HANDOVER_PREFIX, QUEUE_LEASE } from '../../lock-store.interface.js';
+import { HANDOVER_LEASE, QUEUE_LEASE } from '../../lock-store.interface.js';
+import { TURN_PREFIX } from '../release-messages.js';
 
 /**
  * Lua shared by the acquire and release scripts: the queue of waiters. It comes after the
@@ -6,13 +7,15 @@ import { HANDOVER_LEASE, HANDOVER_PREFIX, QUEUE_LEASE } from '../../lock-store.i
  * functions, and after `NEXT_FENCE_LUA` (fence.lua.ts), whose `next_fence` it uses.
  *
  * KEYS, in both scripts: [1] lock, [2] fencing counter of its slot, [3] queue (zset: waiter
- * token by arrival time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>").
+ * token by arrival time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>"),
+ * [5] the holder's tenure (see `FENCE_LUA`), which only `grant_head` writes: the semaphore and
+ * read-write scripts, whose KEYS[5] is another key, use the queue but never call it.
  *
  * A queued waiter renews its lease each time it checks in; one that stops checking in (its
  * process died) is dropped when it reaches the head with its lease run out, so it cannot block
  * the line. When the lock is released, or found free while waiters are queued, it is reserved
  * for the longest-waiting live waiter: set to that waiter's token for the handover lease only
- * (at most the waiter's TTL), and announced on the lock's channel as a {@link HANDOVER_PREFIX}
+ * (at most the waiter's TTL), and announced on the lock's channel as a {@link TURN_PREFIX}
  * message naming the waiter. The notice makes nobody a holder: the waiter becomes one with its
  * own attempt, which finds its token, restarts the TTL and issues the fencing token. A waiter
  * that died, or whose notice comes late, costs the others one handover lease. The channel is
@@ -52,10 +55,12 @@ local function grant_head(publish, successor)
   leave_queue(head)
   if head == successor then
     redis.call('SET', KEYS[1], head, 'PX', ttl)
-    return next_fence()
+    local fence = next_fence()
+    record_tenure(KEYS[5], head, fence, ttl)
+    return fence
   end
   redis.call('SET', KEYS[1], head, 'PX', math.min(ttl, HANDOVER_LEASE))
-  redis.call(publish, KEYS[1], '${HANDOVER_PREFIX}' .. head)
+  redis.call(publish, KEYS[1], '${TURN_PREFIX}' .. head)
   return true
 end
 `;

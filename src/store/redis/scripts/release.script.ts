@@ -11,6 +11,7 @@ export type ReleaseArgs = [
   announce: 0 | 1,
   publish: PublishCommand,
   successor: string,
+  legacyFence: string,
 ];
 
 /**
@@ -31,7 +32,7 @@ export const RELEASE_SCRIPT = new LuaScript<ScriptKeys, ReleaseArgs, ReleaseOutc
   `${NEXT_FENCE_LUA}
 local released = redis.call('GET', KEYS[1]) == ARGV[1]
 if released then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[5])
   if redis.call('EXISTS', KEYS[3]) == 0 then
     if ARGV[2] == '1' then redis.call(ARGV[3], KEYS[1], redis.sha1hex(ARGV[1])) end
     return {1, 0}

@@ -33,11 +33,10 @@ if current and current ~= marker then
   return {2, current}
 end
 local now = now_ms()
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+drop_expired(now)
 local fence = false
 if redis.call('ZSCORE', KEYS[5], token) then
-  redis.call('ZADD', KEYS[5], now + ttl, token)
-  fence = next_fence()
+  fence = hold_permit(token, now + ttl)
 else
   local waiting = redis.call('EXISTS', KEYS[3]) == 1
   if waiting then
@@ -45,12 +44,11 @@ else
     waiting = live_head() ~= nil
   end
   if not fence and not waiting and fits(KEYS[5], token, limit) then
-    redis.call('ZADD', KEYS[5], now + ttl, token)
-    fence = next_fence()
+    fence = hold_permit(token, now + ttl)
   end
 end
 if fence then
-  sync(KEYS[1], KEYS[5], marker, now)
+  sync(KEYS[1], KEYS[5], KEYS[7], marker, now)
   return {1, fence}
 end
 if ARGV[3] == '1' then
@@ -59,7 +57,7 @@ if ARGV[3] == '1' then
   redis.call('PEXPIRE', KEYS[3], 2 * QUEUE_LEASE)
   redis.call('PEXPIRE', KEYS[4], 2 * QUEUE_LEASE)
 end
-sync(KEYS[1], KEYS[5], marker, now)
+sync(KEYS[1], KEYS[5], KEYS[7], marker, now)
 local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')[2]
 return {0, first and (tonumber(first) - now) or -1}
 `,

@@ -1,4 +1,4 @@
-import { HANDOVER_PREFIX } from '../../../lock-store.interface.js';
+import { TURN_PREFIX } from '../../release-messages.js';
 import { NEXT_FENCE_LUA } from '../fence.lua.js';
 import { QUEUE_LUA } from '../queue.lua.js';
 
@@ -9,14 +9,17 @@ import { QUEUE_LUA } from '../queue.lua.js';
  *
  * KEYS, in the acquire and release scripts: [1] lock, [2] fencing counter of its slot, [3] queue
  * (zset: waiter token by arrival in µs), [4] waiters (hash: token to "<lease end, server ms> <ttl>"),
- * [5] holders (zset: token by expiry, server ms), [6] the mutex's queue of the same key.
+ * [5] holders (zset: token by expiry, server ms), [6] the mutex's queue of the same key, [7] the
+ * holders' fencing tokens (hash: token to fencing token, for `inspect()`; it lives as long as
+ * the holders, and loses a holder's entry with its release or expiry).
  *
  * While anybody holds a permit (or one is reserved for a waiter), the lock key holds the kind's
  * marker (`#s<limit>` or `#rw`), with the TTL of the longest-lived holder: a mutex caller then
  * finds the key taken and waits, `isLocked` sees it, and a caller of another kind or limit learns
  * what the key is held as. Each holder's own expiry is its score, so a holder that stops renewing
- * drops out at its TTL while the others stay. A token's tag tells its kind (`s<limit>.`, `r.`,
- * `w.`), for holders and waiters alike.
+ * drops out at its TTL while the others stay. A token's tag tells its kind (`s<limit>.`, or
+ * `s<limit>x<permits>.` for a hold of several permits, `r.`, `w.`), for holders and waiters
+ * alike; a semaphore's holders take the sum of their permits.
  */
 export const SHARED_LUA = `${NEXT_FENCE_LUA}${QUEUE_LUA}
 local function kind_of(token)
@@ -24,12 +27,17 @@ local function kind_of(token)
 end
 
 local function marker_of(token)
-  local limit = string.match(token, '^s(%d+)%.')
+  local limit = string.match(token, '^s(%d+)[x.]')
   return limit and ('#s' .. limit) or '#rw'
 end
 
 local function limit_of(token)
-  return tonumber(string.match(token, '^s(%d+)%.') or '0')
+  return tonumber(string.match(token, '^s(%d+)[x.]') or '0')
+end
+
+-- How many of a semaphore's permits the holder of token takes.
+local function permits_of(token)
+  return tonumber(string.match(token, '^s%d+x(%d+)%.') or '1')
 end
 
 local function now_ms()
@@ -40,23 +48,52 @@ end
 local function fits(holders, token, limit)
   local n = redis.call('ZCARD', holders)
   local kind = kind_of(token)
-  if kind == 's' then return n < limit end
+  if kind == 's' then
+    local taken = permits_of(token)
+    if n + taken > limit then return false end
+    for _, holder in ipairs(redis.call('ZRANGE', holders, 0, -1)) do
+      taken = taken + permits_of(holder)
+    end
+    return taken <= limit
+  end
   if kind == 'w' then return n == 0 end
   return n ~= 1 or kind_of(redis.call('ZRANGE', holders, 0, 0)[1]) ~= 'w'
 end
 
--- Keeps the marker and the holders alive until the last holder's expiry, or deletes both when
--- nobody holds; returns whether anybody does.
-local function sync(lock, holders, marker, now)
+-- Keeps the marker, the holders and their fencing tokens alive until the last holder's expiry,
+-- or deletes them when nobody holds; returns whether anybody does.
+local function sync(lock, holders, tenures, marker, now)
   local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')[2]
   if not last then
-    redis.call('DEL', lock, holders)
+    redis.call('DEL', lock, holders, tenures)
     return false
   end
   local ms = math.max(1, tonumber(last) - now)
   redis.call('SET', lock, marker, 'PX', ms)
   redis.call('PEXPIRE', holders, ms)
+  redis.call('PEXPIRE', tenures, ms)
   return true
+end
+
+-- Drops the holders whose expiry has passed, and their fencing tokens: with one read when none
+-- has, the soonest expiry.
+local function drop_expired(now)
+  local soonest = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')[2]
+  if not soonest or tonumber(soonest) > now then return end
+  local held = redis.call('ZRANGE', KEYS[5], 0, -1, 'WITHSCORES')
+  for i = 1, #held, 2 do
+    if tonumber(held[i + 1]) > now then break end
+    redis.call('HDEL', KEYS[7], held[i])
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+end
+
+-- Makes token a holder until expiry (server ms), with a fencing token of its own, returned.
+local function hold_permit(token, expiry)
+  redis.call('ZADD', KEYS[5], expiry, token)
+  local fence = next_fence()
+  redis.call('HSET', KEYS[7], token, string.format('%.0f', fence))
+  return fence
 end
 
 -- Gives free permits to the longest-waiting live waiters, in order, for as long as the next one
@@ -75,11 +112,10 @@ local function grant_line(publish, successor, marker, limit, now)
       if not fits(KEYS[5], head, limit) then return fence end
       leave_queue(head)
       if head == successor then
-        redis.call('ZADD', KEYS[5], now + ttl, head)
-        fence = next_fence()
+        fence = hold_permit(head, now + ttl)
       else
         redis.call('ZADD', KEYS[5], now + math.min(ttl, HANDOVER_LEASE), head)
-        redis.call(publish, KEYS[1], '${HANDOVER_PREFIX}' .. head)
+        redis.call(publish, KEYS[1], '${TURN_PREFIX}' .. head)
       end
     end
   end

@@ -1,14 +1,19 @@
-import { DEFAULT_ZOOKEEPER_ROOT, DEFAULT_ZOOKEEPER_SESSION_TIMEOUT } from '../lock.constants.js';
-import { LockOptionsError } from '../lock.errors.js';
-import type { ResolvedAcquireOptions, ResolvedZooKeeper } from './lock-options.interface.js';
-import { checkTtl, rejectUnknown, requireObject } from './option-checks.js';
+import { DEFAULT_ZOOKEEPER_ROOT, DEFAULT_ZOOKEEPER_SESSION_TIMEOUT } from '../../lock.constants.js';
+import { LockOptionsError } from '../../lock.errors.js';
+import type { ResolvedZooKeeper } from '../../options/lock-options.interface.js';
+import { checkTtl, rejectUnknown, requireObject } from '../../options/option-checks.js';
 
-/** How much of the session timeout a lock's validity may span (see the ZooKeeper store). */
-const TTL_SHARE_OF_SESSION = 2 / 3;
+/**
+ * The share of the session timeout that a lock's validity may span between two answers of the
+ * server: a follower passes a session's activity on to the leader, which expires sessions, only
+ * on its next tick (at most half the session timeout), so the rest is kept as a margin.
+ */
+const VALIDITY_SHARE = 2 / 3;
 
 /** Module options that ZooKeeper has no use for, and why. */
 const REFUSED_WITH_ZOOKEEPER: Record<string, string> = {
   redis: 'nothing with zookeeper: the locks live in ZooKeeper',
+  redisClient: 'nothing with zookeeper: the locks live in ZooKeeper',
   store: 'nothing with zookeeper',
   memorySpace: 'nothing with zookeeper',
   nodeTimeout: 'nothing with zookeeper: it applies to RedLock only',
@@ -66,9 +71,9 @@ export function resolveZooKeeper(given: Record<string, unknown>): {
     options.sessionTimeout === undefined
       ? givenTtl === undefined
         ? DEFAULT_ZOOKEEPER_SESSION_TIMEOUT
-        : Math.ceil(givenTtl / TTL_SHARE_OF_SESSION)
+        : Math.ceil(givenTtl / VALIDITY_SHARE)
       : checkTtl('zookeeper.sessionTimeout', options.sessionTimeout);
-  const maxTtl = Math.floor(sessionTimeout * TTL_SHARE_OF_SESSION);
+  const maxTtl = Math.floor(sessionTimeout * VALIDITY_SHARE);
   const ttl = givenTtl ?? maxTtl;
   if (ttl > maxTtl) {
     throw new LockOptionsError(
@@ -81,24 +86,23 @@ export function resolveZooKeeper(given: Record<string, unknown>): {
   return { zookeeper: { connectionString, sessionTimeout, root }, ttl };
 }
 
+/**
+ * On ZooKeeper a lock's validity is bounded by the session: refuses, at the call, a ttl that
+ * the session granted by the server (`grantedTimeout` ms) cannot vouch for.
+ * @throws LockOptionsError naming the `ttl`
+ */
+export function checkTtlInSession(ttl: number, grantedTimeout: number): void {
+  const limit = Math.floor(grantedTimeout * VALIDITY_SHARE);
+  if (ttl > limit) {
+    throw new LockOptionsError(
+      'ttl',
+      ttl,
+      `at most ${limit} ms on ZooKeeper: two thirds of the session timeout ` +
+        `(${grantedTimeout} ms) that the server granted`,
+    );
+  }
+}
+
 const WATCHDOG_ON_ZOOKEEPER =
   'true or nothing with zookeeper: a lock lives as long as the session, which the client keeps ' +
   'alive, so it cannot end by itself after its ttl';
-
-/**
- * Refuses, at the call (or at boot for `@WithLock`), what a ZooKeeper lock cannot do.
- * @throws LockOptionsError naming the option
- */
-export function rejectOnZooKeeper(options: ResolvedAcquireOptions, where?: string): void {
-  if (options.holdFor !== undefined) {
-    throw new LockOptionsError(
-      'holdFor',
-      options.holdFor,
-      'nothing with zookeeper: a node cannot outlive its release by a set time',
-      where,
-    );
-  }
-  if (!options.watchdog) {
-    throw new LockOptionsError('watchdog', false, WATCHDOG_ON_ZOOKEEPER, where);
-  }
-}

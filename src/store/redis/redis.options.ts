@@ -1,28 +1,70 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { DEFAULT_REDIS_URL } from '../lock.constants.js';
-import { LockOptionsError } from '../lock.errors.js';
+import { DEFAULT_REDIS_URL } from '../../lock.constants.js';
+import { LockOptionsError } from '../../lock.errors.js';
 import type {
   RedisClusterConfig,
   RedisServerConfig,
   ResolvedRedis,
-} from './lock-options.interface.js';
-import { isRecord, rejectUnknown } from './option-checks.js';
+} from '../../options/lock-options.interface.js';
+import { isRecord, rejectUnknown } from '../../options/option-checks.js';
+import { clusterKeyPrefixOf, isClusterClient } from './ioredis/ioredis.connections.js';
+import {
+  clientLibraryOf,
+  REDIS_CLIENT_KINDS,
+  REDIS_CLIENTS,
+  serverOptionsOf,
+  type RedisClientKind,
+} from './redis-clients.js';
+
+/**
+ * The `redisClient` option: which library connects from a URL or options (default ioredis).
+ * @throws LockOptionsError for a library the module does not know
+ */
+export function resolveRedisClient(value: unknown): RedisClientKind {
+  if (value === undefined) return 'ioredis';
+  if (!(REDIS_CLIENT_KINDS as readonly unknown[]).includes(value)) {
+    throw new LockOptionsError(
+      'redisClient',
+      value,
+      REDIS_CLIENT_KINDS.map((kind) => `'${kind}'`)
+        .join(', ')
+        .replace(/, ([^,]*)$/, ' or $1'),
+    );
+  }
+  return value as RedisClientKind;
+}
 
 /**
  * Tells which topology the module's `redis` option describes (one server or a Sentinel-managed
- * master, a Cluster, or RedLock over an array of masters) and checks it. Error messages never
- * show a password.
+ * master, a Cluster, or RedLock over an array of masters) and checks it against the library
+ * that connects from a URL or options (`kind`). Error messages never show a password.
  * @throws LockOptionsError naming the first invalid part and its value
  */
-export function resolveRedis(value: unknown): ResolvedRedis {
+export function resolveRedis(value: unknown, kind: RedisClientKind = 'ioredis'): ResolvedRedis {
   if (value === undefined) return { topology: 'single', config: DEFAULT_REDIS_URL };
-  if (Array.isArray(value)) return { topology: 'redlock', nodes: resolveRedlockNodes(value) };
-  if (isClusterClient(value)) return { topology: 'cluster', config: checkClusterPrefix(value) };
-  if (isClusterConfig(value)) return { topology: 'cluster', config: resolveClusterConfig(value) };
-  return { topology: 'single', config: resolveServer('redis', value) };
+  if (Array.isArray(value)) return { topology: 'redlock', nodes: resolveRedlockNodes(value, kind) };
+  if (clientLibraryOf(value)?.topology === 'cluster') {
+    checkPassedClient('redis', value as object);
+    if (isClusterClient(value)) checkClusterPrefix(clusterKeyPrefixOf(value));
+    return { topology: 'cluster', config: value as ClusterClient };
+  }
+  if (isClusterConfig(value)) {
+    return { topology: 'cluster', config: resolveClusterConfig(value, kind) };
+  }
+  return { topology: 'single', config: resolveServer('redis', value, kind) };
 }
 
-function resolveClusterConfig(value: Record<string, unknown>): RedisClusterConfig {
+type ClusterClient = Extract<ResolvedRedis, { topology: 'cluster' }>['config'];
+
+/** A client passed in: one the module can use as it is. */
+function checkPassedClient(name: string, client: object): void {
+  const library = clientLibraryOf(client);
+  if (library) REDIS_CLIENTS[library.kind].checkClient?.(name, client);
+}
+
+function resolveClusterConfig(
+  value: Record<string, unknown>,
+  kind: RedisClientKind,
+): RedisClusterConfig {
   if (!Array.isArray(value.cluster) || value.cluster.length === 0) {
     throw new LockOptionsError('redis.cluster', value.cluster, 'a non-empty array of nodes');
   }
@@ -31,36 +73,51 @@ function resolveClusterConfig(value: Record<string, unknown>): RedisClusterConfi
   if (!isRecord(clusterOptions)) {
     throw new LockOptionsError('redis.clusterOptions', clusterOptions, 'ioredis ClusterOptions');
   }
-  const prefix =
-    clusterOptions.keyPrefix ??
-    (clusterOptions.redisOptions as RedisOptions | undefined)?.keyPrefix;
-  if (prefix) throw clusterPrefixError(prefix);
+  REDIS_CLIENTS[kind].checkClusterOptions(clusterOptions);
+  const { redisOptions } = clusterOptions;
+  checkClusterPrefix(
+    clusterOptions.keyPrefix ?? (isRecord(redisOptions) ? redisOptions.keyPrefix : undefined),
+  );
   return value as unknown as RedisClusterConfig;
 }
 
 /** One server of a single-Redis or RedLock configuration. */
-function resolveServer(name: string, value: unknown): RedisServerConfig {
+function resolveServer(name: string, value: unknown, kind: RedisClientKind): RedisServerConfig {
   const master = name !== 'redis';
   if (typeof value === 'string') return checkUrl(name, value);
-  if (master && (isClusterClient(value) || isClusterConfig(value))) {
+  const passed = clientLibraryOf(value);
+  if (master && (passed?.topology === 'cluster' || isClusterConfig(value))) {
     // Not the value itself: its options may hold a password.
     throw new LockOptionsError(name, 'a Cluster', 'a single Redis master here, not a Cluster');
   }
-  if (isRedisClient(value)) return value as Redis;
-  if (isRecord(value)) {
+  if (passed) {
+    checkPassedClient(name, value as object);
+    return value as RedisServerConfig;
+  }
+  if (isPlainObject(value)) {
     if (value.sentinels !== undefined) checkSentinels(name, value);
+    REDIS_CLIENTS[kind].checkOptions(name, value);
     return value;
   }
   throw new LockOptionsError(
     name,
-    value,
-    master
-      ? 'a redis:// URL, ioredis options or an ioredis client'
-      : 'a redis:// URL, ioredis options, an ioredis client, a Cluster, or an array of masters',
+    // An object of a class: not shown, as it may hold a password.
+    isRecord(value) ? `an object of class ${value.constructor?.name ?? 'unknown'}` : value,
+    (master
+      ? 'a redis:// URL, ioredis options or a client'
+      : 'a redis:// URL, ioredis options, a client, a Cluster, or an array of masters') +
+      ' (clients: ioredis, iovalkey, node-redis)',
   );
 }
 
-function resolveRedlockNodes(values: unknown[]): RedisServerConfig[] {
+/** Options are a plain object (of any realm); an object of a class is a client or nothing. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (!isRecord(value)) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === null || Object.getPrototypeOf(prototype) === null;
+}
+
+function resolveRedlockNodes(values: unknown[], kind: RedisClientKind): RedisServerConfig[] {
   if (values.length < 3) {
     throw new LockOptionsError(
       'redis',
@@ -70,7 +127,7 @@ function resolveRedlockNodes(values: unknown[]): RedisServerConfig[] {
   }
   const seen = new Set<string>();
   return values.map((value, i) => {
-    const node = resolveServer(`redis[${i}]`, value);
+    const node = resolveServer(`redis[${i}]`, value, kind);
     const address = addressOf(node);
     if (seen.has(address)) {
       throw new LockOptionsError(
@@ -136,14 +193,9 @@ function checkSentinels(name: string, options: Record<string, unknown>): void {
  * ioredis prefixes the keys of a command, so a lock key and its side keys, which share a hash
  * tag before the prefix, would land in different slots of a Cluster.
  */
-function checkClusterPrefix(cluster: Cluster): Cluster {
-  const prefix = cluster.options.keyPrefix ?? cluster.options.redisOptions?.keyPrefix;
-  if (prefix) throw clusterPrefixError(prefix);
-  return cluster;
-}
-
-function clusterPrefixError(prefix: unknown): LockOptionsError {
-  return new LockOptionsError(
+function checkClusterPrefix(prefix: unknown): void {
+  if (!prefix) return;
+  throw new LockOptionsError(
     'redis',
     prefix,
     'a Cluster client without an ioredis keyPrefix, which would move the keys of one lock ' +
@@ -160,7 +212,7 @@ export function addressOf(config: RedisServerConfig): string {
     const url = new URL(config);
     return `${url.hostname}:${url.port || 6379}`;
   }
-  const options = isRedisClient(config) ? config.options : config;
+  const options = serverOptionsOf(config);
   const [sentinel] = options.sentinels ?? [];
   if (sentinel) {
     return `${options.name} via sentinel ${sentinel.host ?? '127.0.0.1'}:${sentinel.port ?? 26379}`;
@@ -170,20 +222,5 @@ export function addressOf(config: RedisServerConfig): string {
 
 /** `{ cluster: … }`; a client has a `cluster` method too (the CLUSTER command), so not that. */
 function isClusterConfig(value: unknown): value is Record<string, unknown> {
-  return isRecord(value) && !isRedisClient(value) && 'cluster' in value;
-}
-
-/** Tells an ioredis `Cluster` (of any copy of ioredis, hence no `instanceof`) from a `Redis`. */
-export function isClusterClient(value: unknown): value is Cluster {
-  return isRedisClient(value) && typeof (value as Cluster).nodes === 'function';
-}
-
-/** Tells an ioredis `Redis` or `Cluster` instance from a plain options object. */
-export function isRedisClient(value: unknown): value is Redis | Cluster {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as Redis).evalsha === 'function' &&
-    typeof (value as Redis).duplicate === 'function'
-  );
+  return isRecord(value) && !clientLibraryOf(value) && 'cluster' in value;
 }

@@ -1,0 +1,91 @@
+import { LockOptionsError } from '../lock.errors.js';
+import type { LockId } from '../keys/lock-keys.js';
+import type { Lock, LockHandle, MultiLock } from '../lock.js';
+import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
+import { monotonicNow } from './clock.js';
+import type { HeldLock } from './held-lock.js';
+import type { LockEngine } from './lock-engine.js';
+
+/** The handle of a lock on several keys (see {@link MultiLock}). */
+export class MultiHeldLock implements MultiLock {
+  /** Made when somebody asks for it, not for every lock. */
+  private combined?: AbortSignal;
+
+  /** @param locks one per key, in the order of their full keys (at least one) */
+  constructor(readonly locks: readonly Lock[]) {}
+
+  get key(): string {
+    return this.locks[0].key;
+  }
+
+  get token(): string {
+    return this.locks[0].token;
+  }
+
+  get fencingToken(): number {
+    return this.locks[0].fencingToken;
+  }
+
+  get signal(): AbortSignal {
+    this.combined ??= AbortSignal.any(this.locks.map((lock) => lock.signal));
+    return this.combined;
+  }
+
+  /** Releases every lock, even when one fails; rejects with the first failure, if any. */
+  release(): Promise<boolean> {
+    return every(this.locks.map((lock) => lock.release()));
+  }
+
+  extend(ttl?: number): Promise<boolean> {
+    return every(this.locks.map((lock) => lock.extend(ttl)));
+  }
+
+  /** Refused: a handle carries one lock; hand off each of {@link locks} instead. */
+  handOff(): Promise<LockHandle> {
+    return Promise.reject(
+      new LockOptionsError(
+        'handOff',
+        this.key,
+        'one lock: hand off each of the `locks` of several',
+      ),
+    );
+  }
+
+  /** Keeps the tokens out of logs and error reports that print the object. */
+  toJSON(): object {
+    return { keys: this.locks.map((lock) => lock.key), locks: this.locks };
+  }
+}
+
+/** Whether every call answered `true`, once all have settled. */
+async function every(calls: Promise<boolean>[]): Promise<boolean> {
+  const outcomes = await Promise.allSettled(calls);
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
+  return outcomes.every((outcome) => outcome.status === 'fulfilled' && outcome.value);
+}
+
+/**
+ * The locks `ids` (in key order, see `lockIdsOf`), all or none: taken one after the other
+ * within one `waitTimeout`. When one cannot be had, those taken are given back, deleted even
+ * with `holdFor`, since no work ran under them.
+ * @throws LockNotAcquiredError naming the key that stayed held
+ */
+export async function acquireAll(
+  engine: LockEngine,
+  ids: readonly LockId[],
+  options: ResolvedAcquireOptions,
+): Promise<HeldLock[]> {
+  const deadline = monotonicNow() + options.waitTimeout;
+  const taken: HeldLock[] = [];
+  try {
+    for (const id of ids) {
+      const waitTimeout = Math.max(0, deadline - monotonicNow());
+      taken.push(await engine.acquire(id, { ...options, waitTimeout }));
+    }
+  } catch (error) {
+    await Promise.all(taken.map((lock) => engine.releaseAfterWork(lock, false)));
+    throw error;
+  }
+  return taken;
+}

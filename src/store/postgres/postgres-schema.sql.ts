@@ -1,0 +1,299 @@
+import { HANDOVER_LEASE, QUEUE_LEASE } from '../lock-store.interface.js';
+import type { PostgresNames } from './postgres-names.js';
+
+/**
+ * The share of attempts that sweep expired rows of any key, and how many rows of each table
+ * one sweep deletes at most: two rows per attempt on average, more than the one row an attempt
+ * can leave to expire, so that rows that expire without a release (a crashed holder's, a
+ * throttle's) never pile up, at a quarter of the sweep's cost per attempt.
+ */
+const SWEEP_SHARE = 0.25;
+const SWEEP_ROWS = 8;
+
+/**
+ * The schema, the tables, the sequence and their indexes. Every row of a lock goes with its release (or,
+ * once expired, with the next attempt on its key, or with the sweep that one attempt in four
+ * makes of a few expired rows of any key), so that what stays is bounded whatever the number of keys
+ * ever locked: the fencing sequence, and the guards of fenced resources.
+ *
+ * - holders: `family` is what kinds may share the key (`mutex`, `#rw`, `#s<limit>`), `kind` the
+ *   holder's (`m`, `w`, `r`, `s`); `fencing_token` is null while the row only reserves the lock
+ *   for a waiter of another process, whose own attempt then takes it.
+ * - queue: the line, in `position` order, with each waiter's lease on the database's clock
+ *   and the ttl it asked for.
+ */
+export function tablesSql(n: PostgresNames): SchemaPart[] {
+  return [
+    { object: n.schema, kind: 'schema', sql: `CREATE SCHEMA IF NOT EXISTS ${n.schema};\n` },
+    {
+      object: n.holders,
+      kind: 'relation',
+      sql: `
+CREATE TABLE IF NOT EXISTS ${n.holders} (
+  key text NOT NULL,
+  token text NOT NULL,
+  family text NOT NULL,
+  kind text NOT NULL,
+  owner text NOT NULL,
+  expires_at timestamptz NOT NULL,
+  fencing_token bigint,
+  PRIMARY KEY (key, token)
+);
+CREATE INDEX IF NOT EXISTS ${n.indexes.expiry} ON ${n.holders} (expires_at);
+`,
+    },
+    {
+      object: n.queue,
+      kind: 'relation',
+      sql: `
+CREATE TABLE IF NOT EXISTS ${n.queue} (
+  key text NOT NULL,
+  token text NOT NULL,
+  position bigint GENERATED ALWAYS AS IDENTITY,
+  family text NOT NULL,
+  kind text NOT NULL,
+  lim integer NOT NULL,
+  ttl bigint NOT NULL,
+  owner text NOT NULL,
+  lease_end timestamptz NOT NULL,
+  PRIMARY KEY (key, token)
+);
+CREATE INDEX IF NOT EXISTS ${n.indexes.line} ON ${n.queue} (key, position);
+CREATE INDEX IF NOT EXISTS ${n.indexes.lease} ON ${n.queue} (lease_end);
+`,
+    },
+    {
+      object: n.fenced,
+      kind: 'relation',
+      sql: `
+CREATE TABLE IF NOT EXISTS ${n.fenced} (
+  resource text PRIMARY KEY,
+  fencing_token bigint NOT NULL,
+  value text,
+  expires_at timestamptz
+);
+`,
+    },
+    { object: n.fence, kind: 'relation', sql: `CREATE SEQUENCE IF NOT EXISTS ${n.fence};\n` },
+  ];
+}
+
+/**
+ * The next fencing token: above the sequence's last value and never below the database's clock
+ * in µs, which the sequence is then raised to. The sequence alone makes tokens grow whatever
+ * the clock does; the clock keeps them growing after a failover to a replica whose sequence
+ * was behind (as long as its clock is not behind the old primary's by more than the failover
+ * took), as the Redis counter does.
+ */
+function nextFenceSql(n: PostgresNames): string {
+  return `
+CREATE OR REPLACE FUNCTION ${n.nextFence}() RETURNS bigint LANGUAGE sql VOLATILE AS $fn$
+  SELECT CASE WHEN clock > seq THEN setval('${n.fence}', clock) ELSE seq END
+  FROM (SELECT nextval('${n.fence}') AS seq,
+               (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS clock) AS next
+$fn$;
+`;
+}
+
+/**
+ * Gives free room on a key to its line in order, for as long as the next live waiter fits
+ * beside the holders (a writer stops the readers behind it, a waiter of another family the
+ * whole line until the key is free): to `successor` (a caller of the releaser's own process,
+ * or the caller that makes the attempt) at once with its whole ttl and a fencing token, which
+ * is returned; to anybody else a reservation for the handover lease, announced on the key's
+ * channel. Dead waiters (lease run out) are dropped on the way.
+ */
+function grantSql(n: PostgresNames): string {
+  return `
+CREATE OR REPLACE FUNCTION ${n.grant}(p_key text, p_successor text, p_channel text,
+    p_now timestamptz) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+  w record;
+  v_fence bigint;
+  v_count integer;
+  v_writers integer;
+  v_family text;
+BEGIN
+  FOR w IN SELECT * FROM ${n.queue} WHERE key = p_key ORDER BY position LOOP
+    IF w.lease_end <= p_now THEN
+      DELETE FROM ${n.queue} WHERE key = p_key AND token = w.token;
+      CONTINUE;
+    END IF;
+    SELECT count(*), count(*) FILTER (WHERE kind = 'w'), min(family)
+      INTO v_count, v_writers, v_family FROM ${n.holders} WHERE key = p_key;
+    EXIT WHEN v_count > 0 AND v_family <> w.family;
+    EXIT WHEN NOT CASE w.kind WHEN 's' THEN v_count < w.lim
+                              WHEN 'r' THEN v_writers = 0
+                              ELSE v_count = 0 END;
+    DELETE FROM ${n.queue} WHERE key = p_key AND token = w.token;
+    IF w.token = p_successor THEN
+      v_fence := ${n.nextFence}();
+      INSERT INTO ${n.holders} VALUES (p_key, w.token, w.family, w.kind, w.owner,
+        p_now + w.ttl * interval '1 millisecond', v_fence);
+    ELSE
+      INSERT INTO ${n.holders} VALUES (p_key, w.token, w.family, w.kind, w.owner,
+        p_now + least(w.ttl, ${HANDOVER_LEASE}) * interval '1 millisecond', NULL);
+      PERFORM pg_notify(p_channel, 'turn:' || w.token);
+    END IF;
+  END LOOP;
+  RETURN v_fence;
+END
+$fn$;
+`;
+}
+
+/** The sweep of expired rows of any key that some attempts make (see {@link SWEEP_SHARE}). */
+function sweepSql(n: PostgresNames): string {
+  return `  IF random() < ${SWEEP_SHARE} THEN
+    DELETE FROM ${n.holders} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${n.holders}
+      WHERE expires_at <= v_now ORDER BY expires_at LIMIT ${SWEEP_ROWS} FOR UPDATE SKIP LOCKED));
+    DELETE FROM ${n.queue} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${n.queue}
+      WHERE lease_end <= v_now - interval '${2 * QUEUE_LEASE} milliseconds'
+      ORDER BY lease_end LIMIT ${SWEEP_ROWS} FOR UPDATE SKIP LOCKED));
+  END IF;
+`;
+}
+
+/**
+ * One attempt (see `LockStore.acquire`). Returns `status` 1 and the fencing token in `value`
+ * when the caller holds; 0 and the ms the soonest holder has left (or -1) when it does not (it
+ * then takes or keeps its place in line, with `p_queue`); 2 and what the key is held as in
+ * `held_as` when the key is held as another kind and the caller is not a mutex (a mutex
+ * waits for the key instead). Every call on a key runs under a transaction-scoped advisory
+ * lock of that key, so that calls on one key apply one at a time, as Redis runs scripts; its
+ * clock is read once that lock is taken. One attempt in four also sweeps a few expired rows of
+ * any key (see {@link SWEEP_SHARE}).
+ */
+function acquireSql(n: PostgresNames): string {
+  return `
+CREATE OR REPLACE FUNCTION ${n.acquire}(p_key text, p_token text, p_owner text, p_ttl bigint,
+    p_queue boolean, p_channel text, p_family text, p_kind text, p_limit integer,
+    OUT status integer, OUT value bigint, OUT held_as text) LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_now timestamptz;
+  v_other record;
+  v_waiting boolean := false;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended('${n.qualified}' || chr(1) || p_key, 0));
+  v_now := clock_timestamp();
+${sweepSql(n)}  DELETE FROM ${n.holders} WHERE key = p_key AND expires_at <= v_now;
+  SELECT family, token INTO v_other FROM ${n.holders}
+    WHERE key = p_key AND family <> p_family LIMIT 1;
+  IF FOUND AND p_kind <> 'm' THEN
+    status := 2;
+    held_as := CASE WHEN v_other.family = 'mutex' THEN v_other.token ELSE v_other.family END;
+    RETURN;
+  END IF;
+  UPDATE ${n.holders} SET expires_at = v_now + p_ttl * interval '1 millisecond',
+      fencing_token = ${n.nextFence}(), owner = p_owner
+    WHERE key = p_key AND token = p_token RETURNING fencing_token INTO value;
+  IF value IS NULL AND EXISTS (SELECT FROM ${n.queue} WHERE key = p_key) THEN
+    value := ${n.grant}(p_key, p_token, p_channel, v_now);
+    v_waiting := EXISTS (SELECT FROM ${n.queue} WHERE key = p_key AND lease_end > v_now);
+  END IF;
+  IF value IS NULL AND NOT v_waiting AND (
+    SELECT count(*) FILTER (WHERE family <> p_family) = 0 AND
+      CASE p_kind WHEN 's' THEN count(*) < p_limit
+                  WHEN 'r' THEN count(*) FILTER (WHERE kind = 'w') = 0
+                  ELSE count(*) = 0 END
+    FROM ${n.holders} WHERE key = p_key
+  ) THEN
+    value := ${n.nextFence}();
+    INSERT INTO ${n.holders} VALUES (p_key, p_token, p_family, p_kind, p_owner,
+      v_now + p_ttl * interval '1 millisecond', value);
+  END IF;
+  IF value IS NOT NULL THEN
+    status := 1;
+    RETURN;
+  END IF;
+  IF p_queue THEN
+    INSERT INTO ${n.queue} (key, token, family, kind, lim, ttl, owner, lease_end)
+      VALUES (p_key, p_token, p_family, p_kind, p_limit, p_ttl, p_owner,
+        v_now + interval '${QUEUE_LEASE} milliseconds')
+      ON CONFLICT (key, token) DO UPDATE SET lease_end = excluded.lease_end;
+  END IF;
+  status := 0;
+  SELECT coalesce(ceil(extract(epoch FROM min(expires_at) - v_now) * 1000)::bigint, -1)
+    INTO value FROM ${n.holders} WHERE key = p_key;
+END
+$fn$;
+`;
+}
+
+/**
+ * Compare-and-delete (see `LockStore.release`): `released` when the caller's row was there and
+ * live. The freed room goes to the line (see the grant function); with `p_announce` (fair mode
+ * off), a release that went to nobody is announced as `released`. A caller that held nothing
+ * leaves the line.
+ */
+function releaseSql(n: PostgresNames): string {
+  return `
+CREATE OR REPLACE FUNCTION ${n.release}(p_key text, p_token text, p_successor text,
+    p_announce boolean, p_channel text, OUT released boolean, OUT fencing_token bigint)
+    LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_now timestamptz;
+  v_expires timestamptz;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended('${n.qualified}' || chr(1) || p_key, 0));
+  v_now := clock_timestamp();
+  DELETE FROM ${n.queue} WHERE key = p_key AND token = p_token;
+  DELETE FROM ${n.holders} WHERE key = p_key AND token = p_token RETURNING expires_at
+    INTO v_expires;
+  released := v_expires IS NOT NULL AND v_expires > v_now;
+  IF NOT released THEN
+    RETURN;
+  END IF;
+  DELETE FROM ${n.holders} WHERE key = p_key AND expires_at <= v_now;
+  IF EXISTS (SELECT FROM ${n.queue} WHERE key = p_key) THEN
+    fencing_token := ${n.grant}(p_key, p_successor, p_channel, v_now);
+  END IF;
+  IF p_announce AND fencing_token IS NULL THEN
+    PERFORM pg_notify(p_channel, 'released');
+  END IF;
+END
+$fn$;
+`;
+}
+
+/**
+ * Renews the queue leases of waiters that still have a place in `p_key`'s line (see
+ * `LockStore.keepPlaces`), under the key's advisory lock as every other write to a key's rows:
+ * an UPDATE of several places beside it, in another order than the grant's, deadlocked with it.
+ */
+function keepSql(n: PostgresNames): string {
+  return `
+CREATE OR REPLACE FUNCTION ${n.keep}(p_key text, p_tokens text[]) RETURNS void
+    LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended('${n.qualified}' || chr(1) || p_key, 0));
+  UPDATE ${n.queue} SET lease_end = clock_timestamp() + interval '${QUEUE_LEASE} milliseconds'
+    WHERE key = p_key AND token = ANY(p_tokens);
+END
+$fn$;
+`;
+}
+
+/** The functions, in the order they must be created. */
+export function functionsSql(n: PostgresNames): SchemaPart[] {
+  return [nextFenceSql(n), grantSql(n), acquireSql(n), releaseSql(n), keepSql(n)].map((sql, i) => ({
+    object: n.signatures[i],
+    kind: 'function',
+    sql,
+  }));
+}
+
+/**
+ * One object of the schema: how to tell that it exists (`to_regnamespace`, `to_regclass` or
+ * `to_regprocedure` of `object`), and the SQL that creates it.
+ */
+export interface SchemaPart {
+  object: string;
+  kind: 'schema' | 'relation' | 'function';
+  sql: string;
+}
+
+/** Everything, in the order it must be created. */
+export function schemaParts(n: PostgresNames): SchemaPart[] {
+  return [...tablesSql(n), ...functionsSql(n)];
+}

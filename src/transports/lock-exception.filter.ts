@@ -1,0 +1,62 @@
+import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { Observable } from 'rxjs';
+import { LockNotAcquiredError, LockShuttingDownError } from '../lock.errors.js';
+import { answerGraphQL } from './graphql.js';
+import { answerGrpc, grpcMetadataOf } from './grpc.js';
+import { answerHttp } from './http.js';
+import { bodyOf, type LockRefusal } from './lock-error-body.js';
+import { answerRpc } from './rpc.js';
+import { answerWs } from './ws.js';
+
+/**
+ * Answers a call that failed on a held lock (`LockNotAcquiredError`), or that this instance
+ * refused because it is shutting down (`LockShuttingDownError`), in each kind of Nest handler,
+ * so that the client can tell a conflict (`409`) from a closed `holdFor` throttle (`429`) and
+ * from an instance that is going away (`503`: retry on another one), and learn when to retry
+ * where that is known:
+ *
+ * - HTTP (Express, Fastify): the status, a {@link LockErrorBody}, and `Retry-After`; a `503`
+ *   over HTTP/1 also says `Connection: close`, so that the client's next request opens a
+ *   connection that can reach another instance instead of coming back to this one.
+ * - RPC: an error reply `{ status: 'error', ...LockErrorBody }`; for gRPC, the status
+ *   `ABORTED` (a conflict), `RESOURCE_EXHAUSTED` (a throttle) or `UNAVAILABLE` (shutting down),
+ *   the message as its details, and the trailing metadata `lock-code` (the body's `code`) and,
+ *   when known, `retry-after-ms`.
+ * - WebSockets (socket.io, ws): an `exception` event with `{ status: 'error',
+ *   ...LockErrorBody, cause: { pattern, data } }`, as Nest's own gateways send.
+ * - GraphQL: an error with `extensions` {@link LockGraphQLErrorExtensions}.
+ *
+ * Needs none of the packages of those contexts: it builds what each of them expects.
+ * `LockModule` registers it for the whole app unless given `exceptionFilter: false`; it can
+ * then be bound where wanted, as any filter.
+ *
+ * @example
+ * ```ts
+ * @Controller('orders')
+ * @UseFilters(LockExceptionFilter)
+ * class OrdersController {}
+ * ```
+ */
+@Catch(LockNotAcquiredError, LockShuttingDownError)
+export class LockExceptionFilter implements ExceptionFilter<LockRefusal> {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(error: LockRefusal, host: ArgumentsHost): Observable<never> | Error | void {
+    const body = bodyOf(error);
+    switch (host.getType<string>()) {
+      case 'http':
+        return answerHttp(this.adapterHost.httpAdapter, body, host);
+      case 'rpc': {
+        const grpcMetadata = grpcMetadataOf(host);
+        return grpcMetadata ? answerGrpc(body, grpcMetadata) : answerRpc(body);
+      }
+      case 'ws':
+        return answerWs(body, host);
+      case 'graphql':
+        return answerGraphQL(error, body);
+      default:
+        throw error;
+    }
+  }
+}
