@@ -1,5 +1,6 @@
 import type { TestingModule } from '@nestjs/testing';
 import { LockModule, LockService } from '../../src/index.js';
+import { LockLifecycle } from '../../src/lock.lifecycle.js';
 import { sharedRedisUrl, uniquePrefix } from '../support/lock-app.js';
 
 /**
@@ -57,11 +58,12 @@ export const throttleBody = (id: string) => ({
 });
 
 /**
- * Makes the app's lock service stop taking locks, as its `beforeApplicationShutdown` does when
- * the app begins to shut down while its servers still answer. For good: the last test of a spec.
+ * Makes the app's lock module stop taking locks, as its `beforeApplicationShutdown` hook does
+ * when the app begins to shut down while its servers still answer. For good: the last test of a
+ * spec.
  */
 export const beginShutdown = (module: TestingModule) =>
-  module.get(LockService).beforeApplicationShutdown();
+  module.get(LockLifecycle).beforeApplicationShutdown();
 
 /** The message of a call refused on `order:<id>` because the instance is shutting down. */
 export const shuttingDownMessage = (id: string) =>

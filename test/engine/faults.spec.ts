@@ -1,15 +1,19 @@
 import { Redis } from 'ioredis';
-import { LockConnectionError, LockLostError } from '../../src/index.js';
+import { LockConnectionError, LockLostError, type LockModuleOptions } from '../../src/index.js';
 import { RedisServer } from '../support/redis-server.js';
 import { aborted, bootLockApp, rawClient, type LockApp } from '../support/lock-app.js';
 
-describe('when the Redis server dies', () => {
+describe.each<[string, LockModuleOptions]>([
+  ['ioredis', {}],
+  ['node-redis', { redisClient: 'node-redis' }],
+  ['GLIDE', { redisClient: 'glide' }],
+])('when the Redis server dies (through %s)', (_, client) => {
   let server: RedisServer;
   let app: LockApp;
 
   beforeEach(async () => {
     server = await RedisServer.start();
-    app = await bootLockApp({ redis: server.url, commandTimeout: 500 });
+    app = await bootLockApp({ redis: server.url, commandTimeout: 500, ...client });
   });
 
   afterEach(async () => {
@@ -90,25 +94,41 @@ describe('fencing tokens', () => {
     try {
       const first = await app.locks.acquire('clock');
       await first.release();
-      expect(await redis.pttl('{}:fence')).toBe(-1);
+      expect(await redis.pttl('{lock:}:fence')).toBe(-1);
       // A counter far ahead of the server clock, as after the clock was stepped back.
       const ahead = first.fencingToken + 10 ** 12;
-      await redis.set('{}:fence', String(ahead));
+      await redis.set('{lock:}:fence', String(ahead));
       const next = await app.locks.acquire('clock');
       expect(next.fencingToken).toBe(ahead + 1);
-      expect(await redis.pttl('{}:fence')).toBe(-1);
+      expect(await redis.pttl('{lock:}:fence')).toBe(-1);
     } finally {
       await app.close();
     }
   });
 
-  it('keeps one counter for the whole server, whatever the keys', async () => {
+  it('keeps one counter per prefix for the whole server, whatever the keys', async () => {
     const app = await bootLockApp({ redis: server.url });
+    const other = await bootLockApp({ redis: server.url, keyPrefix: 'other:' });
     const plain = await app.locks.acquire('order:7');
     const tagged = await app.locks.acquire('{user:1}:cart');
-    expect(await redis.get('{}:fence')).toBe(String(tagged.fencingToken));
-    await app.close();
-    expect(await redis.keys('*')).toEqual(['{}:fence']);
+    const elsewhere = await other.locks.acquire('order:7');
+    expect(await redis.get('{lock:}:fence')).toBe(String(tagged.fencingToken));
+    expect(await redis.get('{other:}:fence')).toBe(String(elsewhere.fencingToken));
+    await Promise.all([app.close(), other.close()]);
+    expect((await redis.keys('*')).sort()).toEqual(['{lock:}:fence', '{other:}:fence']);
     expect(tagged.fencingToken).toBeGreaterThan(plain.fencingToken);
+  });
+
+  it('issues tokens above those of the server-wide counter that earlier versions kept', async () => {
+    // The last token an instance of an earlier version issued, beside this one in a rolling
+    // upgrade: its counter was `{}:fence`, and it issued the server clock in µs or more.
+    const [seconds, micros] = await redis.time();
+    const earlier = Number(seconds) * 1_000_000 + Number(micros) + 1;
+    await redis.set('{}:fence', String(earlier));
+    const app = await bootLockApp({ redis: server.url });
+    const lock = await app.locks.acquire('upgraded');
+    await app.close();
+    await redis.del('{}:fence');
+    expect(lock.fencingToken).toBeGreaterThan(earlier);
   });
 });

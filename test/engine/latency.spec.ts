@@ -67,11 +67,59 @@ describe('latency on the path to Redis', () => {
     await app.locks.isLocked('warm-up');
     // 60 ms each way: Redis grants a 50 ms lock, which has expired by the time the answer is in.
     proxy.delay(60);
-    const error = await app.locks.acquire('late', { ttl: 50 }).catch((e: unknown) => e);
+    const error = await app.locks
+      .acquire('late', { ttl: 50, waitTimeout: 500 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockConnectionError);
     expect((error as Error).message).toMatch(/validity \(ttl 50 ms\) ran out/);
     proxy.delay(0);
     expect(await direct.locks.tryAcquire('late')).not.toBeNull();
+  });
+
+  it('counts an extend whose answer never came as applied: the holder is told the lock is lost when the shorter TTL it asked for ends', async () => {
+    const lock = await app.locks.acquire('shortened', { ttl: 30_000, watchdog: false });
+    // Redis gets the extend and applies it; its answer never reaches the holder.
+    proxy.holdAnswers();
+    await expect(lock.extend(1_000)).rejects.toBeInstanceOf(LockConnectionError);
+    const pttl = await redis.pttl(lock.key);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(1_000);
+    // The key is gone within a second; the holder may not count on its old 30 s meanwhile.
+    const told = await Promise.race([aborted(lock), sleep(10_000).then(() => 'still held')]);
+    expect(told).toBeInstanceOf(LockLostError);
+    proxy.cut();
+  });
+
+  it('counts a release whose answer never came as applied: the holder no longer counts on the lock, which another may take', async () => {
+    const lock = await app.locks.acquire('released-unanswered', { ttl: 30_000 });
+    proxy.holdAnswers();
+    await expect(lock.release()).rejects.toBeInstanceOf(LockConnectionError);
+    // Redis applied it: the key is free for anybody...
+    const next = await direct.locks.tryAcquire('released-unanswered');
+    expect(next).not.toBeNull();
+    // ...so the old holder is told it lost the lock, not left believing it holds it.
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect(await lock.release()).toBe(false);
+    proxy.cut();
+    expect(await next!.release()).toBe(true);
+  });
+
+  it('resolves using() with what its work returned when the release then gets no answer: the work ran under the lock', async () => {
+    let signal: AbortSignal | undefined;
+    const done = app.locks.using(
+      'work-done',
+      (lock) => {
+        signal = lock?.signal;
+        // From here the answers are lost: the release after the work gets none.
+        proxy.holdAnswers();
+        return 'done';
+      },
+      { ttl: 30_000 },
+    );
+    await expect(done).resolves.toBe('done');
+    expect(signal?.aborted).toBe(true);
+    proxy.cut();
   });
 
   it('keeps a lock through a slow path as long as renewals arrive in time', async () => {

@@ -51,14 +51,14 @@ describe.each(backends)('read-write locks (%s store)', (_, makeBackend) => {
   it('refuses a semaphore, and a reader of a key held as a mutex', async () => {
     const reader = await apps[0].locks.acquire('kinds', { mode: 'read' });
     await expect(apps[1].locks.tryAcquire('kinds', { limit: 3 })).rejects.toThrow(
-      new LockKindError(keyOf('kinds'), 'a read-write lock', 'a semaphore of limit 3'),
+      new LockKindError('kinds', 'a read-write lock', 'a semaphore of limit 3'),
     );
     // A writer of the read-write lock is a kind of its own, as it should be for a mutex.
     expect(await apps[1].locks.tryAcquire('kinds', { mode: 'write' })).toBeNull();
     await reader.release();
     const mutex = await apps[1].locks.acquire('kinds');
     await expect(apps[2].locks.tryAcquire('kinds', { mode: 'read' })).rejects.toThrow(
-      new LockKindError(keyOf('kinds'), 'a mutex', 'a read-write lock (read)'),
+      new LockKindError('kinds', 'a mutex', 'a read-write lock (read)'),
     );
     await mutex.release();
   });

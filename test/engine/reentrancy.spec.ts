@@ -133,6 +133,24 @@ describe('reentrant reuse by detached work', () => {
     await scheduled.settled;
     expect(await late).toBeGreaterThan(outerToken);
   });
+
+  it('lets work on several keys nested in work on one of them reuse that one and take the others', async () => {
+    const key = `outer:${Math.random()}`;
+    const other = `inner:${Math.random()}`;
+    await a.locks.using(key, async (outer) => {
+      await a.locks.using([other, key], async (both) => {
+        expect(both.locks.map((lock) => lock.key)).toEqual([
+          `${prefix}${other}`,
+          `${prefix}${key}`,
+        ]);
+        expect(both.locks[1]).toBe(outer);
+        expect(await b.locks.isLocked(other)).toBe(true);
+      });
+      expect(await b.locks.isLocked(other)).toBe(false);
+      expect(outer.signal.aborted).toBe(false);
+    });
+    expect(await b.locks.isLocked(key)).toBe(false);
+  });
 });
 
 @Injectable()

@@ -54,7 +54,7 @@ describe.each(backends)('counting semaphores (%s store)', (_, makeBackend) => {
   it('refuses a caller that asks for another limit, or another kind, naming both', async () => {
     const lock = await apps[0].locks.acquire('kinds', { limit: 3 });
     await expect(apps[1].locks.acquire('kinds', { limit: 2 })).rejects.toThrow(
-      new LockKindError(keyOf('kinds'), 'a semaphore of limit 3', 'a semaphore of limit 2'),
+      new LockKindError('kinds', 'a semaphore of limit 3', 'a semaphore of limit 2'),
     );
     await expect(apps[1].locks.tryAcquire('kinds', { mode: 'read' })).rejects.toBeInstanceOf(
       LockKindError,

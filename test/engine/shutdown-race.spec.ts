@@ -1,5 +1,6 @@
 import type { LockEngine } from '../../src/engine/lock-engine.js';
 import { LOCK_ENGINE } from '../../src/lock.constants.js';
+import { LockLifecycle } from '../../src/lock.lifecycle.js';
 import { processSpace } from '../../src/store/memory/memory-space.js';
 import { bootLockApp, uniquePrefix } from '../support/lock-app.js';
 
@@ -19,7 +20,7 @@ describe('an acquisition that meets shutdown', () => {
         (error: unknown) => ({ error }),
       );
       for (let i = 0; i < depth; i++) await Promise.resolve();
-      await app.locks.onApplicationShutdown();
+      await app.module.get(LockLifecycle).onApplicationShutdown();
       const result = await outcome;
       // Either refused, or handed out and given back by shutdown with its signal aborted.
       if ('lock' in result) expect(result.lock.signal.aborted).toBe(true);
@@ -42,7 +43,7 @@ describe('a release on its way when shutdown begins', () => {
       calls++ === 0 ? new Promise((_, reject) => (fail = reject)) : release(key, token, successor);
 
     const releasing = lock.release();
-    await app.locks.beforeApplicationShutdown();
+    await app.module.get(LockLifecycle).beforeApplicationShutdown();
     fail(new Error('connection lost'));
     await expect(releasing).rejects.toThrow('connection lost');
 

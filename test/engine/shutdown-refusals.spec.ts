@@ -1,6 +1,7 @@
 import type { LockEngine } from '../../src/engine/lock-engine.js';
 import { LockShuttingDownError } from '../../src/index.js';
 import { LOCK_ENGINE } from '../../src/lock.constants.js';
+import { LockLifecycle } from '../../src/lock.lifecycle.js';
 import { bootLockApp, sleep, uniquePrefix } from '../support/lock-app.js';
 
 /**
@@ -19,7 +20,7 @@ describe('calls refused because shutdown has begun', () => {
     );
     while (!waiters.has(`${prefix}a`) || !waiters.has(`${prefix}b`)) await sleep(5);
 
-    await app.locks.beforeApplicationShutdown();
+    await app.module.get(LockLifecycle).beforeApplicationShutdown();
     const errors = await Promise.all(outcomes);
     for (const error of errors) expect(error).toBeInstanceOf(LockShuttingDownError);
     expect(errors.map((error) => (error as LockShuttingDownError).key)).toEqual(['a', 'a', 'b']);
@@ -29,7 +30,7 @@ describe('calls refused because shutdown has begun', () => {
 
   it('fail every call made afterwards, naming its key', async () => {
     const app = await bootLockApp({ store: 'memory', keyPrefix: uniquePrefix() });
-    await app.locks.beforeApplicationShutdown();
+    await app.module.get(LockLifecycle).beforeApplicationShutdown();
     const calls = [
       app.locks.acquire('late:acquire'),
       app.locks.tryAcquire('late:try'),

@@ -47,6 +47,23 @@ describe.each(backends)('holdFor on acquire and using (%s store)', (_, makeBacke
     while (await store.exists(lock.key)) await sleep(20);
   });
 
+  it('a waiter granted late keeps the key until holdFor after its grant, not after it began waiting', async () => {
+    const holdFor = 600;
+    const holder = await first.locks.acquire('queued');
+    const waiting = second.locks.acquire('queued', { holdFor, waitTimeout: 30_000 });
+    await sleep(holdFor + 400);
+    const releasedAt = performance.now();
+    await holder.release();
+    const lock = await waiting;
+    expect(await lock.release()).toBe(true);
+    expect(await store.get(lock.key)).toBe(lock.token);
+    expect(await store.pttl(lock.key)).toBeGreaterThan(0);
+    expect(await store.pttl(lock.key)).toBeLessThanOrEqual(holdFor);
+    while (await store.exists(lock.key)) await sleep(5);
+    // Granted by an attempt sent after the first holder's release was.
+    expect(performance.now() - releasedAt).toBeGreaterThanOrEqual(holdFor);
+  });
+
   it('deletes at once a lock whose window has passed when it is released', async () => {
     const lock = await first.locks.acquire('late', { holdFor: 50 });
     await sleep(100);

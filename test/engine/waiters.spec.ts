@@ -36,7 +36,7 @@ describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
     const waited = waiter.locks.acquire('job', { waitTimeout: 30_000 });
     await sleep(2_500);
     // Over 2.5 s the fallback re-check, backing off to once a second, made a handful of
-    // attempts; a poller at the seeds' 50 ms would have made about 50.
+    // attempts; a client polling every 50 ms would have made about 50.
     const beforeRelease = await attempts();
     await held.release();
     const lock = await waited;

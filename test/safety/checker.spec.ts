@@ -1,5 +1,6 @@
 import { SafetyChecker, type CheckerOptions } from './checker/checker.mjs';
 import { formatSummary } from './checker/analyze.mjs';
+import { PostgresServer } from '../support/postgres-server.js';
 import { RedisServer } from '../support/redis-server.js';
 import {
   PARTITION_SYNC_LIMIT,
@@ -8,18 +9,27 @@ import {
 } from '../support/zookeeper-server.js';
 
 /**
- * The small-size run of the multi-process safety checker (issue 6): 6 worker processes, each its
- * own Nest application context, contend for one key while the nemesis kills a holder, pauses one
- * past its TTL and restarts Redis under one. Asserts properties from the history, not durations.
+ * The small-size run of the multi-process safety checker: 6 worker processes, each its own Nest
+ * application context, contend for one key while the nemesis kills a holder, pauses one past its
+ * TTL and restarts Redis under one; and SIGTERMs holders, whose apps must drain (finish the
+ * section under the lock, refuse their other calls, exit), while three callers per process
+ * check that the lock goes to callers in the order they took their places in line. Asserts
+ * properties from the history, not durations. The first run again with the workers on GLIDE,
+ * on iovalkey and on node-redis instead of ioredis.
  * The same over 5 RedLock masters, with 8 workers, where 2 masters and then 3 restart empty under
  * a holder. Then the fair handover's waiters are attacked: their pub/sub connections lag, queued
  * ones die, short-TTL ones wait longer than their TTL; and with three callers per worker, the
  * handover to a caller of the releaser's own process meets the faults. And over ZooKeeper: a holder killed,
- * paused, cut off until its session expires, and the server restarted under one; and on a
+ * paused, drained, cut off until its session expires, and the server restarted under one; and on a
  * ZooKeeper ensemble, a holder's follower cut off from the leader while it still serves; and a
- * semaphore and a read-write lock on ZooKeeper under the standalone server's faults. The
+ * semaphore and a read-write lock on ZooKeeper under the standalone server's faults. And over
+ * PostgreSQL: a holder killed, paused, drained, cut off until its lease ran out, its connections
+ * terminated by the server, and the server restarted under one. And a leader election on one
+ * Redis and on ZooKeeper, whose leader resigns, is SIGTERMed, killed and paused in turn, never
+ * leaving two leaders at once (see checker/leader.mjs). The
  * full-size runs are `npm run safety`, `npm run safety -- --redlock`,
- * `npm run safety -- --zookeeper` and `npm run safety -- --zookeeper --ensemble`.
+ * `npm run safety -- --zookeeper`, `npm run safety -- --zookeeper --ensemble` and
+ * `npm run safety -- --postgres`.
  * Needs the built library (`npm run build`).
  */
 /** What every run must keep, whatever its faults: read from its result... */
@@ -104,6 +114,23 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.outcomes.LockLostError).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
+  it.each(['glide', 'iovalkey', 'node-redis'] as const)(
+    'keeps them through kill, stop and restart with the workers on %s',
+    async (client) => {
+      const result = await run({ redis, client, faults: ['kill', 'stop', 'restart'] });
+
+      expect({ violations: result.violations, faults: result.faultsByKind }).toEqual({
+        violations: [],
+        faults: { kill: 1, stop: 1, restart: 1 },
+      });
+      expect(safety(result)).toEqual(SAFE);
+      expect(result.counter).toBe(result.acceptedWrites);
+      expect(result.acceptedWrites).toBeGreaterThan(0);
+      expect(result.staleWritesRejected + result.staleReadsRejected).toBeGreaterThanOrEqual(1);
+    },
+    120_000,
+  );
+
   it('keeps them when a release hands the lock to a caller of its own process, through every holder fault', async () => {
     const result = await run({
       redis,
@@ -124,6 +151,72 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.counter).toBe(result.acceptedWrites);
     // The path under attack was taken, and often.
     expect(result.sameProcessHandovers).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('lets SIGTERMed holders finish under their locks, and grants in arrival order across callers and processes', async () => {
+    const result = await run({
+      redis,
+      callers: 3,
+      faults: ['drain', 'drain'],
+      // Longer quiet phases: the arrival order must hold in them.
+      gapMs: 1_500,
+      tailMs: 1_000,
+    });
+
+    expect({
+      violations: result.violations,
+      faults: result.faultsByKind,
+      ...safety(result),
+      processes: result.processes, // 6, plus a replacement for each drained worker
+      // Each drained holder finished its section under its lock (nobody else in before its
+      // write, its signal not aborted, its write accepted, using() resolved) and exited.
+      drainsKept: result.drainsKept,
+      // Refusals are not failures.
+      failures: result.acquireFailures.LockShuttingDownError,
+      refusals: result.refusals,
+      overtakenQuiet: result.overtakenQuiet,
+      firstAttemptsNotSent: result.firstAttemptsNotSent,
+    }).toEqual({
+      violations: [],
+      faults: { drain: 2 },
+      ...SAFE,
+      processes: 8,
+      drainsKept: 2,
+      failures: undefined,
+      refusals: result.drainRefusedWaiters + result.drainRefusedNewCalls,
+      overtakenQuiet: 0,
+      firstAttemptsNotSent: 0,
+    });
+    expect(result.outcomes).toEqual({ ok: result.sections });
+    // The draining workers' other callers were refused, and the order was measured, often
+    // between callers of one process.
+    expect(result.refusals).toBeGreaterThan(0);
+    expect(result.waitedGrants).toBeGreaterThan(50);
+    expect(result.sameProcessHandovers).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('hands the leadership of an election over through resign, SIGTERM, kill and SIGSTOP, never to two leaders at once', async () => {
+    const result = await run({
+      redis,
+      faults: ['leader', 'leader', 'leader', 'leader'],
+    });
+
+    expect({
+      violations: result.violations,
+      faults: result.faultsByKind,
+      ...safety(result),
+      endings: result.leaderEndings,
+    }).toEqual({
+      violations: [],
+      faults: { leader: 4 },
+      ...SAFE,
+      endings: ['resign', 'term', 'kill', 'stop'],
+    });
+    // Resigned and SIGTERMed leaders were told before the next began; the killed and paused
+    // ones could not be, and the fence refused the paused one's writes once it woke.
+    expect(result.leaderToldBeforeNext).toBeGreaterThanOrEqual(2);
+    expect(result.leaderStaleWritesRefused).toBeGreaterThan(0);
+    expect(result.processes).toBe(8); // 6, plus the replacements of the SIGTERMed and killed
   }, 120_000);
 
   it('keeps them through lagging pub/sub, waiters killed while queued and short-TTL waiters', async () => {
@@ -154,6 +247,38 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.deadWaiterGapMs.filter((ms) => typeof ms === 'number')).toHaveLength(1);
     // Short-TTL callers were handed the lock after waiting longer than their TTL.
     expect(result.shortTtlWaitedPastTtl).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('keeps them over PostgreSQL through kill, stop, a drain, a restart, a cut-off holder and terminated connections', async () => {
+    const server = await PostgresServer.start();
+    try {
+      const result = await run({
+        postgres: { server },
+        faults: ['kill', 'stop', 'drain', 'restart', 'expire', 'terminate'],
+      });
+
+      expect({
+        violations: result.violations,
+        faults: result.faultsByKind,
+        processes: result.processes, // 6, plus the replacements of the killed and drained ones
+        drainsKept: result.drainsKept,
+        ...safety(result),
+        // The cut-off holder was told within its validity and before anybody else acquired,
+        // and its stale write was refused.
+        ...losses(result),
+      }).toEqual({
+        violations: [],
+        faults: { kill: 1, stop: 1, drain: 1, restart: 1, expire: 1, terminate: 1 },
+        processes: 8,
+        drainsKept: 1,
+        ...SAFE,
+        ...allToldOf(1),
+      });
+      expect(result.counter).toBe(result.acceptedWrites);
+      expect(result.acceptedWrites).toBeGreaterThan(0);
+    } finally {
+      await server.stop();
+    }
   }, 120_000);
 
   it.each([
@@ -226,31 +351,59 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.lossLockLost).toBe(result.lossFaults);
   }, 120_000);
 
-  it('keeps them over ZooKeeper through kill, stop, a server restart and an expired session', async () => {
+  it('keeps them over ZooKeeper through kill, stop, a drain, a server restart and an expired session', async () => {
     const server = await ZooKeeperServer.start();
     try {
       const result = await run({
         zookeeper: { server },
-        faults: ['kill', 'stop', 'restart', 'expire'],
+        faults: ['kill', 'stop', 'drain', 'restart', 'expire'],
       });
 
       expect({
         violations: result.violations,
         faults: result.faultsByKind,
-        processes: result.processes, // 6, plus the replacement of the killed one
+        processes: result.processes, // 6, plus the replacements of the killed and drained ones
+        drainsKept: result.drainsKept,
         ...safety(result),
         // The cut-off holder was told within its validity and before anybody else acquired,
         // and its stale write was refused.
         ...losses(result),
       }).toEqual({
         violations: [],
-        faults: { kill: 1, stop: 1, restart: 1, expire: 1 },
-        processes: 7,
+        faults: { kill: 1, stop: 1, drain: 1, restart: 1, expire: 1 },
+        processes: 8,
+        drainsKept: 1,
         ...SAFE,
         ...allToldOf(1),
       });
       expect(result.counter).toBe(result.acceptedWrites);
       expect(result.acceptedWrites).toBeGreaterThan(0);
+    } finally {
+      await server.stop();
+    }
+  }, 120_000);
+
+  it('hands the leadership of an election over on ZooKeeper through resign, SIGTERM, kill and SIGSTOP past the session', async () => {
+    const server = await ZooKeeperServer.start();
+    try {
+      const result = await run({
+        zookeeper: { server },
+        faults: ['leader', 'leader', 'leader', 'leader'],
+      });
+
+      expect({
+        violations: result.violations,
+        faults: result.faultsByKind,
+        ...safety(result),
+        endings: result.leaderEndings,
+      }).toEqual({
+        violations: [],
+        faults: { leader: 4 },
+        ...SAFE,
+        endings: ['resign', 'term', 'kill', 'stop'],
+      });
+      expect(result.leaderToldBeforeNext).toBeGreaterThanOrEqual(2);
+      expect(result.leaderStaleWritesRefused).toBeGreaterThan(0);
     } finally {
       await server.stop();
     }
@@ -285,7 +438,7 @@ describe('the multi-process safety checker (small size)', () => {
         await server.stop();
       }
     },
-    120_000,
+    240_000,
   );
 
   it('keeps them on a ZooKeeper ensemble when a holder’s follower is cut off from the leader', async () => {

@@ -1,4 +1,5 @@
 import { LockKeyResolutionError, StaleFencingTokenError } from '../../src/index.js';
+import { sideKeyOf } from '../../src/keys/lock-keys.js';
 import { backends, type Backend } from '../support/backends.js';
 import { bootLockApp, uniquePrefix, type LockApp } from '../support/lock-app.js';
 
@@ -43,6 +44,7 @@ describe.each(backends)(
       await refused(`{${prefix}order:1}:queue`);
       await refused(`{${prefix}order:1}:waiters`);
       await refused(`{user:1}:queue:${prefix}{user:1}:cart`);
+      await refused(sideKeyOf(`${prefix}{user:1}:cart`, 'queue'));
       // With a queue made a string, every later acquisition would fail with WRONGTYPE.
       const held = await app.locks.acquire('order:1');
       const waiting = other.locks.acquire('order:1', { waitTimeout: 5_000 });
@@ -58,6 +60,7 @@ describe.each(backends)(
     it('refuses a fencing counter as a resource, which would stop tokens from growing', async () => {
       await refused(`{${prefix}order:2}:fence`, String(10 * 2 ** 53));
       await refused('{}:fence', String(10 * 2 ** 53));
+      await refused(`{${prefix}}:fence`, String(10 * 2 ** 53));
       const first = await app.locks.acquire('order:2');
       await first.release();
       const second = await app.locks.acquire('order:2');

@@ -22,6 +22,7 @@ describe.each([
   const runId = randomUUID().slice(0, 8);
   let app: INestApplication<Server>;
   let client: SampleClient;
+  let baseUrl: string;
 
   beforeAll(async () => {
     const module = await Test.createTestingModule({
@@ -30,11 +31,18 @@ describe.each([
     app = module.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');
     const { port } = app.getHttpServer().address() as AddressInfo;
-    client = new SampleClient(`http://127.0.0.1:${port}`);
+    baseUrl = `http://127.0.0.1:${port}`;
+    client = new SampleClient(baseUrl);
   });
 
   afterAll(async () => {
     await app?.close();
+  });
+
+  it('answers /health with the lock store up', async () => {
+    const response = await fetch(`${baseUrl}/health`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ status: 'ok', info: { lock: { status: 'up' } } });
   });
 
   it('lets one of 20 concurrent draws spend the only point, where unlocked draws overspend', async () => {

@@ -109,7 +109,16 @@ export function withLockApps(
   return context;
 }
 
-/** Waits until `check` holds, looking every few ms (for state a test cannot await). */
-export async function until(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await sleep(5);
+/**
+ * Waits until `check` holds, looking every few ms (for state a test cannot await); with
+ * `timeoutMs`, throws once that has passed, so that a failing test ends instead of looking on
+ * after it has timed out and keeping Jest from exiting.
+ */
+export async function until(check: () => Promise<boolean>, timeoutMs = Infinity): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline)
+      throw new Error(`not so after ${timeoutMs} ms: ${String(check)}`);
+    await sleep(5);
+  }
 }

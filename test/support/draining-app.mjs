@@ -1,30 +1,31 @@
 /**
- * An HTTP app that is asked to stop while a client's request is still in flight and while
- * background work holds a lock, for the test of the shutdown order: its own Nest application
- * (Express, or Fastify with DRAIN_ADAPTER=fastify) and LockModule, with shutdown hooks on.
+ * An app instance that is deployed over while it works, for the shutdown tests: its own Nest
+ * application (Express, or Fastify with DRAIN_ADAPTER=fastify) and LockModule on Redis or
+ * ZooKeeper, with shutdown hooks on, as a process that Kubernetes sends SIGTERM to.
  *
- * `GET /slow` answers only when the parent sends `finish`, which keeps the HTTP server
- * draining after SIGTERM; `GET /orders/:id` runs under the lock `order:<id>`. The background
- * work runs under the lock DRAIN_KEY until its signal aborts. Shutdown waits in a grace period,
- * after the lock service's `beforeApplicationShutdown` and before the server closes, until the
- * parent sends `leave`, as an app behind a load balancer waits for it to stop sending requests
- * (Terminus's `gracefulShutdownTimeoutMs`, say). The server keeps idle keep-alive connections
- * open for 60 s, as servers behind a load balancer are told to. Messages to the parent:
- * `{ booted: port }`, `{ slowStarted: true }`, `{ aborted: reason }`, `{ usingRejected: error
- * name }`.
+ * `GET /jobs/:id` runs under `@WithLock('inline-job:<id>')` until the parent sends
+ * `finish:<id>`; background work runs under the lock `background` until the parent sends
+ * `finish-background` or its signal aborts. While either work runs, it keeps the marker key
+ * `<prefix>inside:<name>` set in the marker Redis, so that another instance that gets the same
+ * lock can tell whether it overlaps the work. The server keeps idle keep-alive connections open
+ * for 60 s, as servers behind a load balancer are told to. Messages to the parent:
+ * `{ booted: port }`, `{ jobStarted: id }`, `{ backgroundEnded: 'finished' | abort reason }`.
  *
  * Plain ESM JavaScript importing the BUILT library by its package name (`dist/`), as child
  * processes cannot run TypeScript through ts-jest. Configuration in the environment:
- * DRAIN_REDIS_URL, DRAIN_KEY_PREFIX, DRAIN_KEY, DRAIN_ADAPTER.
+ * DRAIN_REDIS_URL or DRAIN_ZOOKEEPER (where the locks live), DRAIN_MARK_URL (the marker
+ * Redis), DRAIN_KEY_PREFIX, DRAIN_ADAPTER, DRAIN_GRACE (shutdownGrace, optional).
  */
 import 'reflect-metadata';
-import { once } from 'node:events';
 import { Controller, Get, Injectable, Module, Param } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Redis } from 'ioredis';
 import { LockModule, LockService, WithLock } from 'nestjs-redis-lock';
 
 const env = process.env;
+const prefix = env.DRAIN_KEY_PREFIX ?? 'drain:';
+const marks = new Redis(env.DRAIN_MARK_URL ?? '');
 
 /** Resolves when the parent sends `name`. @param {string} name */
 function fromParent(name) {
@@ -38,52 +39,61 @@ function fromParent(name) {
   });
 }
 
-class SlowController {
-  async slow() {
-    process.send?.({ slowStarted: true });
-    await fromParent('finish');
-    return { finished: true };
+/** Runs `work` with the marker of `name` set. @param {string} name @param {() => Promise<unknown>} work */
+async function marked(name, work) {
+  await marks.set(`${prefix}inside:${name}`, '1');
+  try {
+    return await work();
+  } finally {
+    await marks.del(`${prefix}inside:${name}`);
   }
+}
 
-  order(/** @type {string} */ id) {
-    return { id };
-  }
+/** `@Param(name)` on parameter `index`, as TypeScript would apply it. */
+function paramDecorator(/** @type {string} */ name, /** @type {number} */ index) {
+  return (/** @type {object} */ target, /** @type {string | symbol} */ key) =>
+    Param(name)(target, key, index);
 }
-for (const [method, decorators] of Object.entries({
-  slow: [Get('slow')],
-  order: [Get('orders/:id'), WithLock('order:<id>'), (target, key) => Param('id')(target, key, 0)],
-})) {
-  Object.defineProperty(
-    SlowController.prototype,
-    method,
-    Reflect.decorate(
-      decorators,
-      SlowController.prototype,
-      method,
-      Object.getOwnPropertyDescriptor(SlowController.prototype, method),
-    ),
-  );
-}
-Controller()(SlowController);
 
-class GracePeriod {
-  beforeApplicationShutdown() {
-    return fromParent('leave');
+class JobsController {
+  job(/** @type {string} */ id) {
+    return marked(`inline-job:${id}`, async () => {
+      process.send?.({ jobStarted: id });
+      await fromParent(`finish:${id}`);
+      return { id, finished: true };
+    });
   }
 }
-Injectable()(GracePeriod);
-class GracePeriodModule {}
-Module({ providers: [GracePeriod] })(GracePeriodModule);
+Object.defineProperty(
+  JobsController.prototype,
+  'job',
+  Reflect.decorate(
+    [Get('jobs/:id'), WithLock('inline-job:<id>'), paramDecorator('id', 0)],
+    JobsController.prototype,
+    'job',
+    Object.getOwnPropertyDescriptor(JobsController.prototype, 'job'),
+  ),
+);
+Controller()(JobsController);
+
+const store = env.DRAIN_ZOOKEEPER
+  ? { zookeeper: { connectionString: env.DRAIN_ZOOKEEPER, root: `/${prefix.replace(/\W/g, '')}` } }
+  : { redis: env.DRAIN_REDIS_URL };
+const grace = env.DRAIN_GRACE ? { shutdownGrace: Number(env.DRAIN_GRACE) } : {};
+
+/** Closes the marker connection once the app has shut down, as an app closes its own. */
+class MarkerConnection {
+  onApplicationShutdown() {
+    return marks.quit();
+  }
+}
+Injectable()(MarkerConnection);
 
 class DrainingModule {}
 Module({
-  // Nest runs the shutdown hooks of modules imported side by side in the reverse order: the
-  // lock service stops before the grace period begins.
-  imports: [
-    GracePeriodModule,
-    LockModule.forRoot({ redis: env.DRAIN_REDIS_URL, keyPrefix: env.DRAIN_KEY_PREFIX }),
-  ],
-  controllers: [SlowController],
+  imports: [LockModule.forRoot({ ...store, ...grace, keyPrefix: prefix })],
+  controllers: [JobsController],
+  providers: [MarkerConnection],
 })(DrainingModule);
 
 const app =
@@ -100,13 +110,19 @@ const locks = app.get(LockService);
 let held = () => undefined;
 const holding = new Promise((resolve) => (held = resolve));
 locks
-  .using(env.DRAIN_KEY ?? 'job', async (lock) => {
-    held();
-    // Background work that stops when it is told its lock is gone.
-    if (!lock.signal.aborted) await once(lock.signal, 'abort');
-    const lost = lock.signal.reason instanceof Error ? lock.signal.reason.message : 'no reason';
-    process.send?.({ aborted: lost });
-  })
-  .catch((/** @type {Error} */ error) => process.send?.({ usingRejected: error.name }));
+  .using('background', (/** @type {import('nestjs-redis-lock').Lock} */ lock) =>
+    marked('background', async () => {
+      held();
+      const finished = fromParent('finish-background');
+      const abort = new Promise((resolve) =>
+        lock.signal.addEventListener('abort', resolve, { once: true }),
+      );
+      await Promise.race([finished, abort]);
+      /** @type {unknown} */
+      const reason = lock.signal.reason;
+      process.send?.({ backgroundEnded: reason instanceof Error ? reason.message : 'finished' });
+    }),
+  )
+  .catch(() => undefined);
 await holding;
 process.send?.({ booted: port });

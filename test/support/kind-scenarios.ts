@@ -136,10 +136,10 @@ export async function writerAmidReaders(
 }
 
 /**
- * Callers line up for `key` one after the other, each of `apps[app]` with its options: each
- * once the one before it stands in the store's line (`lineLength` grew), or, when a caller of
- * the same instance waits already, a moment later (it lines up in its process, behind that one,
- * without asking the store). Their acquisitions, and their indexes as they get in.
+ * Callers line up for `key` one after the other, each of `apps[app]` with its options, each
+ * once the one before it stands in the store's line (`lineLength` grew): every caller takes
+ * its place there with its first attempt, whether or not a caller of its instance waits
+ * already. Their acquisitions, and their indexes as they get in.
  */
 async function lineUp(
   apps: readonly LockApp[],
@@ -149,7 +149,6 @@ async function lineUp(
 ): Promise<{ waits: Promise<Lock>[]; entered: number[] }> {
   const entered: number[] = [];
   const waits: Promise<Lock>[] = [];
-  const waiting = new Set<number>();
   for (const [app, options] of callers) {
     const before = await lineLength();
     const index = waits.length;
@@ -159,9 +158,7 @@ async function lineUp(
         return lock;
       }),
     );
-    if (waiting.has(app)) await sleep(50);
-    else await until(async () => (await lineLength()) > before);
-    waiting.add(app);
+    await until(async () => (await lineLength()) > before);
   }
   return { waits, entered };
 }

@@ -21,10 +21,14 @@ export interface LockApp {
   close(): Promise<void>;
 }
 
-/** Boots a Nest module that imports `LockModule.forRoot(options)`. */
+/**
+ * Boots a Nest module that imports `LockModule.forRoot(options)`. Unless the options say
+ * otherwise, its shutdown ends the locks still held at once (`shutdownGrace: 0`): many tests
+ * close an app with locks they left held, and the specs of shutdown set a grace of their own.
+ */
 export async function bootLockApp(options: LockModuleOptions): Promise<LockApp> {
   const module = await Test.createTestingModule({
-    imports: [LockModule.forRoot(options)],
+    imports: [LockModule.forRoot({ shutdownGrace: 0, ...options })],
   }).compile();
   await module.init();
   return { module, locks: module.get(LockService), close: () => module.close() };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ask, parseInfo } from './redis-query.js';
-import { freePort, RedisServer } from './redis-server.js';
+import { freePort, RedisServer, type ServerProgram } from './redis-server.js';
 
 const HOST = '127.0.0.1';
 const CLUSTER_SLOTS = 16_384;
@@ -49,10 +49,14 @@ export class RedisClusterHarness {
    * assigned and knows every other node, so that a client's first command finds a settled
    * slot map.
    * @param masters at least 3, which is what `redis-cli --cluster create` accepts
+   * @param program the server each node runs (`valkey-server` for a Valkey Cluster)
    * @throws Error with redis-cli's output when the cluster cannot be formed; the nodes started
    *   so far are killed and the temporary directory removed first
    */
-  static async start(masters = 3): Promise<RedisClusterHarness> {
+  static async start(
+    masters = 3,
+    program: ServerProgram = 'redis-server',
+  ): Promise<RedisClusterHarness> {
     if (!Number.isInteger(masters) || masters < 3) {
       throw new Error(`a Redis Cluster needs at least 3 masters, not ${masters}`);
     }
@@ -61,7 +65,7 @@ export class RedisClusterHarness {
     try {
       // One at a time: freePort() releases the port before redis-server binds it, so parallel
       // starts could be handed the same port.
-      for (let i = 0; i < masters; i++) servers.push(await startNode(dir));
+      for (let i = 0; i < masters; i++) servers.push(await startNode(dir, program));
       await createCluster(servers.map((server) => server.port));
       await waitUntilSettled(servers.map((server) => server.port));
     } catch (error) {
@@ -122,22 +126,25 @@ export class RedisClusterHarness {
  * high ports the kernel hands out; when it turns out to be taken, the node fails to start and
  * is retried with another one.
  */
-async function startNode(dir: string): Promise<RedisServer> {
+async function startNode(dir: string, program: ServerProgram): Promise<RedisServer> {
   for (let tries = 0; ; tries++) {
     const busPort = await freePort();
     try {
-      return await RedisServer.start((port) => [
-        '--dir',
-        dir,
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        join(dir, `nodes-${port}.conf`),
-        '--cluster-node-timeout',
-        '1000',
-        '--cluster-port',
-        String(busPort),
-      ]);
+      return await RedisServer.start(
+        (port) => [
+          '--dir',
+          dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '1000',
+          '--cluster-port',
+          String(busPort),
+        ],
+        program,
+      );
     } catch (error) {
       if (tries >= 2) throw error;
     }

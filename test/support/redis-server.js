@@ -20,6 +20,8 @@ export function assertRedisServerInstalled() {
   }
 }
 
+/** @typedef {'redis-server' | 'valkey-server'} ServerProgram */
+
 /**
  * A free TCP port on the loopback interface, as the kernel hands it out.
  * @returns {Promise<number>}
@@ -36,8 +38,35 @@ export async function freePort() {
 }
 
 /**
- * A throwaway `redis-server` on a free loopback port, with no persistence, that a test starts,
- * kills (for faults), restarts on the same port, and stops.
+ * Whether `valkey-server` (Valkey 8, which `.ci/run` installs) is on PATH: the specs that run
+ * the store on Valkey skip, saying so, where it is not.
+ * @returns {boolean}
+ */
+export function valkeyServerInstalled() {
+  const probe = spawnSync('valkey-server', ['--version'], { encoding: 'utf8' });
+  return !probe.error && probe.status === 0;
+}
+
+/**
+ * A throwaway Valkey server, after checking that `valkey-server` is installed.
+ * @param {string[]} [extraArgs]
+ * @returns {Promise<RedisServer>}
+ */
+export async function valkeyServer(extraArgs = []) {
+  if (!valkeyServerInstalled()) {
+    throw new Error(
+      'valkey-server is not on PATH; the Valkey tests start their own Valkey 8 servers.\n' +
+        'On Debian 12, `.ci/run` installs it from bookworm-backports (`apt-get install -t ' +
+        'bookworm-backports valkey-server`); elsewhere, see https://valkey.io/download/.',
+    );
+  }
+  return RedisServer.start(extraArgs, 'valkey-server');
+}
+
+/**
+ * A throwaway `redis-server` (or `valkey-server`, which takes the same arguments) on a free
+ * loopback port, with no persistence, that a test starts, kills (for faults), restarts on the
+ * same port, and stops.
  */
 export class RedisServer {
   /** @type {import('node:child_process').ChildProcess | undefined} */
@@ -47,12 +76,15 @@ export class RedisServer {
    * @param {number} port
    * @param {string[]} [extraArgs] more `redis-server` arguments, after the defaults (so they can
    *   override them), used again on {@link restart}
+   * @param {ServerProgram} [program] the server to run
    */
-  constructor(port, extraArgs = []) {
+  constructor(port, extraArgs = [], program = 'redis-server') {
     /** @readonly */
     this.port = port;
     /** @readonly */
     this.extraArgs = extraArgs;
+    /** @readonly */
+    this.program = program;
   }
 
   get url() {
@@ -68,14 +100,16 @@ export class RedisServer {
    * @param {string[] | ((port: number) => string[])} [extraArgs] more `redis-server` arguments
    *   (a cluster node, a replica...); a function when they depend on the port, as a cluster
    *   node's config file name does
+   * @param {ServerProgram} [program] the server to run
    * @returns {Promise<RedisServer>}
    */
-  static async start(extraArgs = []) {
+  static async start(extraArgs = [], program = 'redis-server') {
     for (let tries = 0; ; tries++) {
       const port = await freePort();
       const server = new RedisServer(
         port,
         typeof extraArgs === 'function' ? extraArgs(port) : extraArgs,
+        program,
       );
       try {
         await server.#launch();
@@ -111,7 +145,7 @@ export class RedisServer {
 
   async #launch() {
     const child = spawn(
-      'redis-server',
+      this.program,
       [
         '--port',
         String(this.port),
@@ -137,10 +171,10 @@ export class RedisServer {
     child.stderr?.on('data', (chunk) => (output += String(chunk)));
     const exited = once(child, 'exit').then(([code]) => {
       throw new Error(
-        `redis-server on port ${this.port} exited with code ${code}: ${output.trim()}`,
+        `${this.program} on port ${this.port} exited with code ${code}: ${output.trim()}`,
       );
     });
-    await Promise.race([exited, waitForPong(this.port)]);
+    await Promise.race([exited, waitForPong(this.port, this.program)]);
     exited.catch(() => undefined);
     registerPid(child.pid);
     child.stdout?.removeAllListeners('data');
@@ -151,8 +185,11 @@ export class RedisServer {
 }
 
 /** Resolves once the server answers PING; polls, as a starting server refuses connections. */
-/** @param {number} port */
-async function waitForPong(port) {
+/**
+ * @param {number} port
+ * @param {string} program
+ */
+async function waitForPong(port, program) {
   for (let tries = 0; tries < 500; tries++) {
     const answered = await new Promise((/** @type {(answered: boolean) => void} */ resolve) => {
       const socket = connect(port, '127.0.0.1');
@@ -171,7 +208,7 @@ async function waitForPong(port) {
     if (answered) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  throw new Error(`redis-server on port ${port} did not answer PING`);
+  throw new Error(`${program} on port ${port} did not answer PING`);
 }
 
 /**

@@ -8,8 +8,8 @@ import { connect, createServer } from 'node:net';
 const SUBSCRIBE_COMMAND = /(?:^|\n)\*\d+\r\n\$\d+\r\n[sp]?subscribe\r\n/i;
 
 /**
- * A TCP proxy in front of a Redis server that can delay or stall traffic, to put latency on
- * the client–Redis path. While stalled it holds every byte (in both directions) until
+ * A TCP proxy in front of a server (Redis, ZooKeeper, PostgreSQL) that can delay or stall
+ * traffic, to put latency on the client–server path. While stalled it holds every byte (in both directions) until
  * `resume()`; with a delay it forwards each chunk that much later. Either way the bytes of a
  * connection keep their order, as TCP keeps them: a chunk waits behind those before it.
  *
@@ -35,6 +35,11 @@ export class TcpProxy {
   #accepted = 0;
   /** @type {Set<number>} */
   #subscribers = new Set();
+  /**
+   * Stalls the connection that sends next (see {@link stallNextSender}).
+   * @type {((connection: number) => void) | undefined}
+   */
+  #catchSender;
   /** @type {import('node:net').Server} */
   #server;
 
@@ -77,6 +82,22 @@ export class TcpProxy {
   stall(which = () => true) {
     this.#stalled = true;
     this.#stalling = which;
+  }
+
+  /**
+   * Holds all traffic of the first connection that sends anything from now on, from that first
+   * chunk on, until {@link resume}: one request stalls on its way to the server while others,
+   * on other connections, go through. Resolves with that connection's number.
+   * @returns {Promise<number>}
+   */
+  stallNextSender() {
+    return new Promise((resolve) => {
+      this.#catchSender = (connection) => {
+        this.#catchSender = undefined;
+        this.stall((which) => which === connection);
+        resolve(connection);
+      };
+    });
   }
 
   /**
@@ -163,6 +184,7 @@ export class TcpProxy {
       this.#lanes.delete(lane);
     });
     from.on('data', (/** @type {Buffer} */ chunk) => {
+      if (fromClient) this.#catchSender?.(connection);
       if (
         fromClient &&
         !this.#subscribers.has(connection) &&

@@ -8,7 +8,9 @@ export class ZooKeeperTree {
   private constructor(private readonly client: Client) {}
 
   static async connect(connectionString: string): Promise<ZooKeeperTree> {
-    const client = zookeeper.createClient(connectionString, { sessionTimeout: 4_000 });
+    // A long session: on a loaded machine a short one expired while the test looked on, and
+    // an expired client answers nothing more.
+    const client = zookeeper.createClient(connectionString, { sessionTimeout: 20_000 });
     const connected = new Promise<void>((resolve) => client.once('connected', resolve));
     client.connect();
     await connected;
@@ -17,12 +19,16 @@ export class ZooKeeperTree {
 
   /** The children of `path` ([] when it does not exist), in name order. */
   children(path: string): Promise<string[]> {
-    return new Promise((resolve, reject) =>
-      this.client.getChildren(path, (error, children) => {
-        if (error && (error as { code?: number }).code === zookeeper.Exception.NO_NODE) resolve([]);
-        else if (error) reject(asError(error));
-        else resolve([...children].sort());
-      }),
+    return readAgainOnLoss(
+      () =>
+        new Promise((resolve, reject) =>
+          this.client.getChildren(path, (error, children) => {
+            const code = (error as { code?: number } | null)?.code;
+            if (code === zookeeper.Exception.NO_NODE) resolve([]);
+            else if (error) reject(asError(error));
+            else resolve([...children].sort());
+          }),
+        ),
     );
   }
 
@@ -78,6 +84,22 @@ export class ZooKeeperTree {
 
   close(): void {
     this.client.close();
+  }
+}
+
+/**
+ * A read made again while this client's connection is lost (a read is safe to repeat): on a
+ * loaded machine the test's own client can lose its connection for a moment. At most ~5 s.
+ */
+async function readAgainOnLoss<T>(read: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await read();
+    } catch (error) {
+      const code = (error as { code?: number }).code;
+      if (code !== zookeeper.Exception.CONNECTION_LOSS || tries >= 50) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 }
 

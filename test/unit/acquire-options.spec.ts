@@ -1,12 +1,21 @@
 import type { AcquireOptions } from '../../src/index.js';
 import { checkTtl } from '../../src/options/option-checks.js';
 import { resolveAcquireOptions } from '../../src/options/resolve-acquire-options.js';
+import type { LockStoreCapabilities } from '../../src/store/capabilities.js';
 import { expectOptionError } from '../support/option-error.js';
 
 const MAX = 2 ** 31 - 1;
 const defaults = { ttl: 30_000, waitTimeout: 10_000, watchdog: true };
+const everything: LockStoreCapabilities = {
+  backend: 'Redis',
+  queueing: true,
+  throttle: true,
+  kinds: true,
+  keepAlive: 'ttl',
+  handles: true,
+};
 const resolve = (options: unknown, where?: string) =>
-  resolveAcquireOptions(options as AcquireOptions, defaults, 'redis', where);
+  resolveAcquireOptions(options as AcquireOptions, defaults, everything, where);
 
 describe('acquire options', () => {
   it('are the defaults themselves when none are given', () => {
@@ -39,7 +48,7 @@ describe('acquire options', () => {
       'an unknown option',
       { ttl: 100, tll: 100 },
       'tll',
-      'expected no such option (known: ttl, waitTimeout, watchdog, holdFor, signal, limit, mode), got 100',
+      'expected no such option (known: ttl, waitTimeout, watchdog, holdFor, signal, limit, permits, mode, label), got 100',
     ],
     ...[9, 1.5, Infinity, '1s'].map((ttl): [string, unknown, string, string] => [
       `ttl ${String(ttl)}`,
@@ -86,7 +95,26 @@ describe('acquire options', () => {
       'limit',
       `expected no limit together with mode 'read' (a read-write lock has no limit), got 2`,
     ],
+    ...['', 42, 'x'.repeat(257)].map((label): [string, unknown, string, string] => [
+      `label ${JSON.stringify(label).slice(0, 12)}`,
+      { label },
+      'label',
+      'expected a string of 1 to 256 characters, got',
+    ]),
   ];
+
+  it('take permits of a semaphore: 1 to its limit, none beyond', () => {
+    expect(resolve({ limit: 5, permits: 5 })).toMatchObject({ limit: 5, permits: 5 });
+    expect(resolve({ permits: 1 })).toMatchObject({ permits: 1 });
+    for (const permits of [0, 6, 1.5, '2']) {
+      expectOptionError(
+        () => resolve({ limit: 5, permits }),
+        'permits',
+        'expected an integer from 1 to 5',
+      );
+    }
+    expectOptionError(() => resolve({ permits: 2 }), 'permits', 'expected an integer from 1 to 1');
+  });
 
   it('take a limit or a mode', () => {
     expect(resolve({ limit: 5 })).toMatchObject({ limit: 5, mode: undefined });

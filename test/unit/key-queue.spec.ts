@@ -1,16 +1,16 @@
 import { jest } from '@jest/globals';
-import { KeyQueue, type Waiter } from '../../src/engine/key-queue.js';
+import { KeyQueue } from '../../src/engine/key-queue.js';
+import type { Waiter } from '../../src/engine/waiter.js';
 import { LockConnectionError, LockKindError } from '../../src/lock.errors.js';
-import {
-  handoverTo,
-  QUEUE_LEASE,
-  type AcquireAttempt,
-} from '../../src/store/lock-store.interface.js';
+import { QUEUE_LEASE, type AcquireAttempt } from '../../src/store/lock-store.interface.js';
 
 /** A waiter whose attempts answer as the test says, recording what happens to it. */
 class ScriptedWaiter implements Waiter {
   readonly events: string[] = [];
+  readonly name = 'k';
   attempts = 0;
+  /** Grants come after the caller's validity ran out (the store paused). */
+  tooLate = false;
   private replies: { resolve: (attempt: AcquireAttempt) => void; reject: (e: Error) => void }[] =
     [];
 
@@ -40,6 +40,9 @@ class ScriptedWaiter implements Waiter {
     return reply;
   }
 
+  late(): LockConnectionError | undefined {
+    return this.tooLate ? new LockConnectionError('k', 'the answer came too late') : undefined;
+  }
   acquired(fencingToken: number, validFrom: number): void {
     this.events.push(`acquired ${fencingToken} from ${validFrom}`);
   }
@@ -134,7 +137,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     a.answer(refused());
     await settle();
     const before = a.attempts;
-    q.heardRelease(handoverTo('someone-else'));
+    q.heard({ type: 'turn', token: 'someone-else' });
     expect(a.attempts).toBe(before);
     // Should that waiter be dead, its reservation ends within the handover lease (500 ms).
     jest.advanceTimersByTime(502);
@@ -147,7 +150,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     q.add(a);
     a.answer(refused());
     await settle();
-    q.heardRelease(handoverTo('a'));
+    q.heard({ type: 'turn', token: 'a' });
     expect(a.events).toEqual([]);
     expect(a.attempts).toBe(2);
     a.answer(granted(9));
@@ -162,7 +165,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     q.add(b);
     a.answer(refused());
     await settle();
-    q.heardRelease(handoverTo('b'));
+    q.heard({ type: 'turn', token: 'b' });
     expect(b.attempts).toBe(1);
     b.answer(granted(4));
     await settle();
@@ -174,7 +177,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     const q = queue();
     const a = new ScriptedWaiter('a');
     q.add(a);
-    q.heardRelease(handoverTo('a'));
+    q.heard({ type: 'turn', token: 'a' });
     a.answer(refused()); // sent before the lock was reserved for it
     await settle();
     expect(a.attempts).toBe(2);
@@ -182,7 +185,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
 
   it('needs no attempt from a caller that queued with nothing heard since its first attempt', () => {
     const q = queue();
-    q.heardRelease(handoverTo('someone-else'));
+    q.heard({ type: 'turn', token: 'someone-else' });
     const heard = q.releases;
     const a = new ScriptedWaiter('a');
     q.add(a, heard);
@@ -191,7 +194,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     const b = new ScriptedWaiter('b');
     const q2 = queue();
     const heard2 = q2.releases;
-    q2.heardRelease(handoverTo('b'));
+    q2.heard({ type: 'turn', token: 'b' });
     q2.add(b, heard2);
     expect(b.attempts).toBe(1);
   });
@@ -209,6 +212,74 @@ describe('KeyQueue: one key, the callers of one process', () => {
     expect(a.events).toEqual(['acquired 11 from 123']);
     expect(b.attempts).toBe(1);
     expect(q.handOver('gone', 1, 1)).toBe(false);
+  });
+
+  it('keeps a head whose grant came after its validity first in line, and asks again at once', async () => {
+    const q = queue();
+    const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+    q.add(a);
+    q.add(b);
+    a.tooLate = true;
+    a.answer(granted(3));
+    await settle();
+    // Not a holder on that answer, not failed either: it asked again from its place.
+    expect(a.events).toEqual([]);
+    expect([a.attempts, b.attempts]).toEqual([2, 0]);
+    a.tooLate = false;
+    a.answer(granted(4));
+    await settle();
+    expect(a.events).toEqual([expect.stringMatching(/^acquired 4 from /)]);
+    expect(b.attempts).toBe(1);
+  });
+
+  it('fails a caller whose grants all came late with that error when its deadline comes', async () => {
+    const q = queue();
+    const a = new ScriptedWaiter('a', performance.now() + 100);
+    q.add(a);
+    a.tooLate = true;
+    a.answer(granted(1));
+    await settle();
+    jest.advanceTimersByTime(200);
+    expect(a.events).toEqual(['failed LockConnectionError: Lock "k": the answer came too late']);
+  });
+
+  it('puts a caller whose first grant came too late at the head, where its next attempt renews it', async () => {
+    const q = queue();
+    const [a, late] = [new ScriptedWaiter('a'), new ScriptedWaiter('late')];
+    q.add(a);
+    a.answer(refused());
+    await settle();
+    q.add(late, undefined, new LockConnectionError('k', 'the answer came too late'));
+    expect(q.waiters.map((w) => w.token)).toEqual(['late', 'a']);
+    expect([a.attempts, late.attempts]).toEqual([1, 1]);
+  });
+
+  it('fails a caller whose first grant came too late with that error when no later attempt was answered by its deadline', async () => {
+    const q = queue();
+    const late = new ScriptedWaiter('late', performance.now() + 100);
+    q.add(late, undefined, new LockConnectionError('k', 'the answer came too late'));
+    expect(late.attempts).toBe(1);
+    jest.advanceTimersByTime(200);
+    expect(late.events).toEqual(['failed LockConnectionError: Lock "k": the answer came too late']);
+  });
+
+  it('answers a handover whose release came back after the validity with an attempt of the waiter it names', async () => {
+    const q = queue();
+    const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+    q.add(a);
+    q.add(b);
+    a.answer(refused());
+    await settle();
+    b.tooLate = true;
+    expect(q.handOver('b', 9, 1)).toBe(true);
+    expect(b.events).toEqual([]);
+    // b goes first and asks at once: its attempt renews the lock if it is still b's.
+    expect(b.attempts).toBe(1);
+    expect(q.waiters.map((w) => w.token)).toEqual(['b', 'a']);
+    b.tooLate = false;
+    b.answer(granted(10));
+    await settle();
+    expect(b.events).toEqual([expect.stringMatching(/^acquired 10 from /)]);
   });
 
   it('drops a caller that leaves, and tells one whose attempt succeeded too late to give it back', async () => {
@@ -282,7 +353,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     await settle();
     // b's turn: it goes first, and the store answers it; a tries again, and is still waiting
     // for that answer when its deadline comes.
-    q.heardRelease(handoverTo('b'));
+    q.heard({ type: 'turn', token: 'b' });
     b.answer(granted(9));
     await settle();
     expect(a.attempts).toBe(2);

@@ -1,6 +1,9 @@
-import { MemoryLockSpace, type LockModuleOptions } from '../../src/index.js';
+import { hostname } from 'node:os';
+import { LockModule, MemoryLockSpace, type LockModuleOptions } from '../../src/index.js';
 import { resolveModuleOptions } from '../../src/options/resolve-module-options.js';
+import { MemoryLockStore } from '../../src/store/memory/memory.store.js';
 import { expectOptionError } from '../support/option-error.js';
+import { OwnStore } from '../support/own-store.js';
 
 const MAX = 2 ** 31 - 1;
 const masters = ['redis://a:1', 'redis://b:1', 'redis://c:1'];
@@ -11,15 +14,17 @@ describe('module options: defaults', () => {
     store: 'redis',
     fair: true,
     redis: { topology: 'single', config: 'redis://127.0.0.1:6379' },
+    redisClient: 'ioredis',
     keyPrefix: 'lock:',
     ttl: 30_000,
     waitTimeout: 10_000,
     watchdog: true,
+    shutdownGrace: 20_000,
     commandTimeout: 5_000,
     nodeTimeout: 250,
     driftFactor: 0.01,
     waitForReplicas: undefined,
-    memorySpace: undefined,
+    instanceId: `${hostname()}:${process.pid}`,
   };
 
   it('fills in every default when nothing is given', () => {
@@ -28,7 +33,22 @@ describe('module options: defaults', () => {
   });
 
   it('takes the memory store, and isGlobal (which the module builder reads)', () => {
-    expect(resolve({ store: 'memory', isGlobal: true })).toEqual({ ...defaults, store: 'memory' });
+    // The memory store's options hold no Redis topology: each backend has a shape of its own.
+    const resolved = resolve({ store: 'memory', isGlobal: true });
+    expect(resolved).toEqual({
+      store: 'memory',
+      fair: true,
+      keyPrefix: 'lock:',
+      ttl: 30_000,
+      waitTimeout: 10_000,
+      watchdog: true,
+      shutdownGrace: 20_000,
+      commandTimeout: 5_000,
+      driftFactor: 0.01,
+      memorySpace: undefined,
+      instanceId: `${hostname()}:${process.pid}`,
+    });
+    expect(resolved).not.toHaveProperty('redis');
   });
 
   it('takes a memory space of its own with the memory store', () => {
@@ -49,6 +69,46 @@ describe('module options: defaults', () => {
     );
   });
 
+  it('takes a store of the app’s own that has the contract’s methods and declares its capabilities', () => {
+    const own = new OwnStore(new MemoryLockStore(false, new MemoryLockSpace().state, 'lock:'));
+    // Whether waiters keep a line is the store's to declare (this one does not).
+    expect(resolve({ store: own, ttl: 5_000 })).toMatchObject({
+      store: 'own',
+      own,
+      fair: false,
+      ttl: 5_000,
+    });
+    expectOptionError(() => resolve({ store: own, fair: true }), 'fair', 'a store of your own');
+    const sessions = Object.create(own) as OwnStore;
+    Object.defineProperty(sessions, 'capabilities', {
+      value: { ...own.capabilities, keepAlive: 'session' },
+    });
+    expectOptionError(
+      () => resolve({ store: sessions, watchdog: false }),
+      'watchdog',
+      'nothing with an own store',
+    );
+    expectOptionError(
+      () => resolve({ store: own, redis: 'redis://a:1' }),
+      'redis',
+      'nothing with a store of your own',
+    );
+    expectOptionError(
+      () => resolve({ store: { capabilities: own.capabilities } }),
+      'store.acquire',
+      'a method',
+    );
+    const throttleless = Object.create(own) as OwnStore;
+    Object.defineProperty(throttleless, 'capabilities', {
+      value: { ...own.capabilities, throttle: 'sometimes' },
+    });
+    expectOptionError(
+      () => resolve({ store: throttleless }),
+      'store.capabilities.throttle',
+      'a value that LockStoreCapabilities allows',
+    );
+  });
+
   it('is not fair by default with RedLock, and accepts fair: false there', () => {
     for (const fair of [undefined, false]) {
       expect(resolve({ redis: masters, fair })).toMatchObject({ fair: false });
@@ -64,8 +124,9 @@ describe('module options: defaults', () => {
       driftFactor: 0,
       watchdog: false,
       fair: false,
+      shutdownGrace: 0,
     },
-    { ttl: MAX, waitTimeout: Infinity, driftFactor: 0.49 },
+    { ttl: MAX, waitTimeout: Infinity, driftFactor: 0.49, shutdownGrace: MAX },
     { redis: masters, ttl: 1_000, nodeTimeout: 500 },
   ])('keeps what it is given at the edges of each range (case %#)', ({ redis, ...edges }) => {
     expect(resolve({ redis, ...edges })).toMatchObject(edges);
@@ -88,10 +149,29 @@ describe('module options: each rule names the option it refuses', () => {
       'an unknown option',
       { tll: 1 },
       'tll',
-      'no such option (known: redis, zookeeper, keyPrefix, ttl, waitTimeout, watchdog, ' +
-        'commandTimeout, store, memorySpace, fair, nodeTimeout, driftFactor, waitForReplicas, isGlobal)',
+      'no such option (known: redis, redisClient, zookeeper, postgres, keyPrefix, ttl, waitTimeout, watchdog, ' +
+        'shutdownGrace, commandTimeout, store, memorySpace, fair, nodeTimeout, driftFactor, waitForReplicas, isGlobal, instanceId)',
     ],
-    ['an unknown store', { store: 'disk' }, 'store', `expected 'redis' or 'memory', got "disk"`],
+    ['an empty instanceId', { instanceId: '' }, 'instanceId', 'a non-empty string'],
+    [
+      'an unknown store',
+      { store: 'disk' },
+      'store',
+      `expected 'redis', 'memory' or a store of your own (LockStore), got "disk"`,
+    ],
+    [
+      'a Sentinel through GLIDE, which does not follow one',
+      { redis: { sentinels: [{ port: 26379 }], name: 'm' }, redisClient: 'glide' },
+      'redis.sentinels',
+      "an option that redisClient 'glide' takes (host, port, username, password, db, tls, " +
+        'connectTimeout); pass a GLIDE client of your own for the others',
+    ],
+    [
+      'a Cluster option that the module cannot give GLIDE',
+      { redis: { cluster: [7000], clusterOptions: { scaleReads: 'all' } }, redisClient: 'glide' },
+      'redis.clusterOptions.scaleReads',
+      "nothing here with redisClient 'glide'",
+    ],
     [
       'redis beside the memory store',
       { store: 'memory', redis: 'redis://h:1' },
@@ -154,6 +234,12 @@ describe('module options: each rule names the option it refuses', () => {
       `expected ${range(0)}, or Infinity, got`,
     ]),
     ['watchdog 1', { watchdog: 1 }, 'watchdog', 'expected a boolean, got 1'],
+    ...[-1, 0.5, Infinity, '20s'].map((shutdownGrace): [string, unknown, string, string] => [
+      `shutdownGrace ${String(shutdownGrace)}`,
+      { shutdownGrace },
+      'shutdownGrace',
+      `expected ${range(0)}, got`,
+    ]),
     ...[0.5, -0.01, Number.NaN, Infinity, '0.1'].map(
       (driftFactor): [string, unknown, string, string] => [
         `driftFactor ${String(driftFactor)}`,
@@ -211,10 +297,31 @@ describe('module options: each rule names the option it refuses', () => {
       'waitForReplicas.timeout',
       'expected at most 99 ms',
     ],
+    [
+      'exceptionFilter from an options factory, too late to register a filter or not',
+      { store: 'memory', exceptionFilter: false },
+      'exceptionFilter',
+      'expected it beside useFactory, useClass or useExisting in forRootAsync, not from the ' +
+        'options factory, got false',
+    ],
   ];
 
   it.each(rules)('%s', (_, options, option, expected) => {
     expectOptionError(() => resolve(options), option, expected);
+  });
+
+  it('refuses an exceptionFilter that is not a boolean where the module is defined', () => {
+    const exceptionFilter = 'off' as unknown as boolean;
+    expectOptionError(
+      () => LockModule.forRoot({ store: 'memory', exceptionFilter }),
+      'exceptionFilter',
+      'expected a boolean, got "off"',
+    );
+    expectOptionError(
+      () => LockModule.forRootAsync({ useFactory: () => ({}), exceptionFilter }),
+      'exceptionFilter',
+      'expected a boolean, got "off"',
+    );
   });
 
   it('says which option it refuses in the whole message', () => {

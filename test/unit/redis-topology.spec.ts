@@ -1,5 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
-import { addressOf, isRedisClient, resolveRedis } from '../../src/options/redis-topology.js';
+import { isRedisClient } from '../../src/store/redis/ioredis/ioredis.connections.js';
+import { addressOf, resolveRedis } from '../../src/store/redis/redis.options.js';
 import { expectOptionError } from '../support/option-error.js';
 
 // Clients that never connect (lazyConnect), to be told apart from options as a user's would be.
@@ -48,7 +49,8 @@ describe('the topology of the redis option', () => {
       'a number',
       6379,
       'redis',
-      'expected a redis:// URL, ioredis options, an ioredis client, a Cluster, or an array of masters, got 6379',
+      'expected a redis:// URL, ioredis options, a client, a Cluster, or an array of masters ' +
+        '(clients: ioredis, iovalkey, node-redis), got 6379',
     ],
     ...['http://h:1', 'redis://', 'localhost', ''].map((url): [string, unknown, string, string] => [
       `the URL ${JSON.stringify(url)}`,
@@ -123,7 +125,7 @@ describe('the topology of the redis option', () => {
       'RedLock with a number for a master',
       [...masters, 6379],
       'redis[3]',
-      'expected a redis:// URL, ioredis options or an ioredis client, got 6379',
+      'expected a redis:// URL, ioredis options or a client (clients: ioredis, iovalkey, node-redis), got 6379',
     ],
     [
       'RedLock with a Cluster config for a master',

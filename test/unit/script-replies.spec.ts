@@ -1,6 +1,9 @@
 import { ACQUIRE_SCRIPT } from '../../src/store/redis/scripts/acquire.script.js';
 import { CLAIM_SCRIPT } from '../../src/store/redis/scripts/claim.script.js';
 import { FENCED_WRITE_SCRIPT } from '../../src/store/redis/scripts/fenced-write.script.js';
+import { FORCE_RELEASE_SCRIPT } from '../../src/store/redis/scripts/force-release.script.js';
+import { INSPECT_SCRIPT } from '../../src/store/redis/scripts/inspect.script.js';
+import { SHARED_FORCE_RELEASE_SCRIPT } from '../../src/store/redis/scripts/shared/shared-force-release.script.js';
 import { RELEASE_SCRIPT } from '../../src/store/redis/scripts/release.script.js';
 import { RENEW_SCRIPT } from '../../src/store/redis/scripts/renew.script.js';
 import { SHARED_ACQUIRE_SCRIPT } from '../../src/store/redis/scripts/shared/shared-acquire.script.js';
@@ -61,8 +64,8 @@ describe('the Lua scripts’ replies', () => {
   ])(
     'names what a key held as %s is, for a caller whose token begins %s',
     (heldAs, tag, held, asked) => {
-      expect(kindConflict('lock:k', `${tag}00`, heldAs)).toMatchObject({
-        key: 'lock:k',
+      expect(kindConflict('k', `${tag}00`, heldAs)).toMatchObject({
+        key: 'k',
         held,
         asked,
       });
@@ -125,5 +128,35 @@ describe('the Lua scripts’ replies', () => {
     ['the guarded write', FENCED_WRITE_SCRIPT, [0, 'NaN']],
   ])('%s refuses a reply the script never gives: %j', (_, script, reply) => {
     expect(() => script.decode(reply)).toThrow(/^Redis answered .* where the script returns /);
+  });
+
+  describe.each(both(['#s2', 3, 's2.a@one', 1500, TOKEN, 's2.b@two', 20, '0']))(
+    'inspect, given %s',
+    (_, reply) => {
+      it('reads a triple per holder, a fencing token of 0 as none recorded', () => {
+        expect(INSPECT_SCRIPT.decode(reply)).toEqual({
+          holders: [
+            { token: 's2.a@one', ttlMs: 1500, fencingToken: TOKEN },
+            { token: 's2.b@two', ttlMs: 20 },
+          ],
+          waiting: 3,
+        });
+      });
+    },
+  );
+
+  it('refuses an inspect reply that is not whole triples', () => {
+    expect(() => INSPECT_SCRIPT.decode(['x', 0, 'x', 10])).toThrow(TypeError);
+    expect(() => INSPECT_SCRIPT.decode('OK')).toThrow(TypeError);
+  });
+
+  describe.each(both([1, 2]))('a forced release, given %s', (_, reply) => {
+    it('reads {1, n} as n holders evicted, {2, value} as the key held as the other kind', () => {
+      for (const script of [FORCE_RELEASE_SCRIPT, SHARED_FORCE_RELEASE_SCRIPT]) {
+        expect(script.decode(reply)).toEqual({ evicted: 2 });
+        expect(script.decode([reply[0] === 1 ? 2 : '2', '#rw'])).toEqual({ heldAs: '#rw' });
+        expect(() => script.decode([1])).toThrow(TypeError);
+      }
+    });
   });
 });

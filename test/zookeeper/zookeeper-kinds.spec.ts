@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { LockKindError } from '../../src/index.js';
 import { newToken } from '../../src/engine/token.js';
-import { kindOf, tagOf } from '../../src/store/lock-kind.js';
+import { kindOf } from '../../src/store/lock-kind.js';
 import { ZooKeeperLockStore } from '../../src/store/zookeeper/zookeeper.store.js';
 import { until } from '../support/backends.js';
 import { bootLockApp, type LockApp } from '../support/lock-app.js';
@@ -38,6 +38,7 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
       sessionTimeout: 4_000,
       root,
       commandTimeout: 5_000,
+      keyPrefix: 'lock:',
     });
   /** How many contenders stand in the line of lock key `name` (prefix included). */
   const lineLength = async (name: string) => (await tree.children(`${root}/lock:${name}`)).length;
@@ -81,10 +82,12 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
 
   it('wakes a semaphore’s waiter when a permit ahead of it goes, not only its predecessor', async () => {
     const store = bareStore();
-    const token = () => newToken(tagOf(kindOf({ limit: 2 })));
+    const token = () => newToken(kindOf({ limit: 2 }).tag);
     const [first, second, waiter] = [token(), token(), token()];
-    const heard: string[] = [];
-    const unsubscribe = await store.subscribe('permits', (message) => heard.push(message));
+    const turns: string[] = [];
+    const unsubscribe = await store.subscribe('permits', (event) => {
+      if (event.type === 'turn') turns.push(event.token);
+    });
     expect(await store.acquire('permits', first, 1_000, true, () => true)).toMatchObject({
       acquired: true,
     });
@@ -95,7 +98,7 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
       acquired: false,
     });
     await store.release('permits', first);
-    await until(async () => heard.includes(`turn:${waiter}`));
+    await until(async () => turns.includes(waiter));
     expect(await store.acquire('permits', waiter, 1_000, true, () => true)).toMatchObject({
       acquired: true,
     });
@@ -114,10 +117,15 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
 
   it('wakes a reader when the writer before it goes, though a reader waits between them', async () => {
     const store = bareStore();
-    const writer = newToken(tagOf({ type: 'write' }));
-    const readers = [newToken(tagOf({ type: 'read' })), newToken(tagOf({ type: 'read' }))];
-    const heard: string[] = [];
-    const unsubscribe = await store.subscribe('shares', (message) => heard.push(message));
+    const writer = newToken(kindOf({ mode: 'write' }).tag);
+    const readers = [
+      newToken(kindOf({ mode: 'read' }).tag),
+      newToken(kindOf({ mode: 'read' }).tag),
+    ];
+    const turns: string[] = [];
+    const unsubscribe = await store.subscribe('shares', (event) => {
+      if (event.type === 'turn') turns.push(event.token);
+    });
     expect(await store.acquire('shares', writer, 1_000, true, () => true)).toMatchObject({
       acquired: true,
     });
@@ -128,7 +136,7 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
     }
     await store.release('shares', writer);
     // The second reader watches the writer, not the reader just before it.
-    await until(async () => heard.includes(`turn:${readers[1]}`));
+    await until(async () => turns.includes(readers[1]));
     for (const reader of [...readers].reverse()) {
       expect(await store.acquire('shares', reader, 1_000, true, () => true)).toMatchObject({
         acquired: true,
@@ -164,27 +172,27 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
   it('refuses a caller of another kind or limit, naming both, and leaves no node of it', async () => {
     const permit = await apps[0].locks.acquire('kinds', { limit: 3 });
     await expect(apps[1].locks.acquire('kinds', { limit: 2 })).rejects.toThrow(
-      new LockKindError('lock:kinds', 'a semaphore of limit 3', 'a semaphore of limit 2'),
+      new LockKindError('kinds', 'a semaphore of limit 3', 'a semaphore of limit 2'),
     );
     await expect(apps[1].locks.tryAcquire('kinds', { mode: 'read' })).rejects.toThrow(
-      new LockKindError('lock:kinds', 'a semaphore of limit 3', 'a read-write lock (read)'),
+      new LockKindError('kinds', 'a semaphore of limit 3', 'a read-write lock (read)'),
     );
     // Unlike on Redis, a mutex caller stands in the same line: it is refused too.
     await expect(apps[2].locks.acquire('kinds')).rejects.toThrow(
-      new LockKindError('lock:kinds', 'a semaphore of limit 3', 'a mutex'),
+      new LockKindError('kinds', 'a semaphore of limit 3', 'a mutex'),
     );
     expect(await lineLength('kinds')).toBe(1);
     await permit.release();
 
     const mutex = await apps[0].locks.acquire('kinds');
     await expect(apps[1].locks.acquire('kinds', { mode: 'write' })).rejects.toThrow(
-      new LockKindError('lock:kinds', 'a mutex', 'a read-write lock (write)'),
+      new LockKindError('kinds', 'a mutex', 'a read-write lock (write)'),
     );
     await mutex.release();
 
     const reader = await apps[0].locks.acquire('kinds', { mode: 'read' });
     await expect(apps[1].locks.acquire('kinds', { limit: 3 })).rejects.toThrow(
-      new LockKindError('lock:kinds', 'a read-write lock', 'a semaphore of limit 3'),
+      new LockKindError('kinds', 'a read-write lock', 'a semaphore of limit 3'),
     );
     expect(await apps[1].locks.tryAcquire('kinds', { mode: 'write' })).toBeNull();
     expect(await lineLength('kinds')).toBe(1);
@@ -198,7 +206,7 @@ describe('ZooKeeper backend: semaphores and read-write locks', () => {
     ]);
     // A caller that asked for another limit, cut off before it could look and leave.
     const mistaken = await tree.createEphemeralSequential(
-      `${root}/lock:mistake/${newToken(tagOf(kindOf({ limit: 3 })))}-`,
+      `${root}/lock:mistake/${newToken(kindOf({ limit: 3 }).tag)}-`,
     );
     expect(await apps[2].locks.tryAcquire('mistake', { limit: 2 })).toBeNull();
     const waiting = apps[2].locks.acquire('mistake', { limit: 2 });

@@ -113,8 +113,8 @@ describe('ZooKeeper backend: what it refuses at the call, the decorator, the cli
     await server.stop();
   });
 
-  it('refuses holdFor, watchdog: false and a ttl the session cannot vouch for, naming the option', async () => {
-    await expect(app.locks.acquire('k', { holdFor: 1_000 })).rejects.toMatchObject({
+  it('refuses holdFor beside limit, watchdog: false and a ttl the session cannot vouch for, naming the option', async () => {
+    await expect(app.locks.acquire('k', { holdFor: 1_000, limit: 2 })).rejects.toMatchObject({
       option: 'holdFor',
     });
     await expect(app.locks.tryAcquire('k', { watchdog: false })).rejects.toMatchObject({
@@ -177,10 +177,10 @@ describe('ZooKeeper backend: what it refuses at the call, the decorator, the cli
     }
   });
 
-  it('fails the boot when a @WithLock method asks for holdFor', async () => {
+  it('fails the boot when a @WithLock method asks for holdFor on a read-write lock', async () => {
     @Injectable()
     class Throttled {
-      @WithLock('t:<id>', { holdFor: 1_000 })
+      @WithLock('t:<id>', { holdFor: 1_000, mode: 'read' })
       run(id: string): string {
         return id;
       }

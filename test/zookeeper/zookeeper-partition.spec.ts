@@ -78,6 +78,16 @@ describe('ZooKeeper backend: a holder whose server is cut off from the leader', 
       ensemble.heal();
       await follower.serving();
       expect(await lock.release()).toBe(false);
+      // The holder's client gets its new session through the rejoined follower, which may take
+      // longer than one call's commandTimeout on a loaded machine: it asks until it answers.
+      while (
+        !(await holderApp.locks.isLocked('split').then(
+          () => true,
+          () => false,
+        ))
+      ) {
+        await sleep(100);
+      }
       const again = await holderApp.locks.acquire('split', { waitTimeout: 20_000 });
       expect(again.fencingToken).toBeGreaterThan(next.fencingToken);
       expect(await again.release()).toBe(true);

@@ -2,7 +2,9 @@
  * Checks a safety checker run from its history and formats the summary.
  *
  * All ordering comes from the checker's sequence numbers: the checker's process handles every
- * operation on the resource one at a time, so there is one total order and no clock skew.
+ * operation on the resource one at a time, so there is one total order and no clock skew. (The
+ * arrival order alone compares times taken in the workers, on the one monotonic clock of the
+ * machine: see arrival-order.mjs. The drains are checked in drain.mjs.)
  *
  * A section's resource interval runs from its read to its write (or to its release when it did
  * not write). Two intervals that overlap mean two holders were inside the critical section at
@@ -20,6 +22,10 @@
  * then order neither the accepted writes nor the acquisitions (several holders come in at
  * once), and no guard can refuse a stale permit (see FencedCounter).
  */
+
+import { analyzeOrder, orderLines } from './arrival-order.mjs';
+import { analyzeDrains, drainLines } from './drain.mjs';
+import { analyzeLeadership, leaderLines } from './leader.mjs';
 
 /**
  * @typedef {import('./checker.mjs').Section} Section
@@ -185,6 +191,10 @@ export function analyze(checker, elapsedMs) {
     }
   }
 
+  const drains = analyzeDrains(checker, violations);
+  const leadership = analyzeLeadership(checker, violations);
+  const order = analyzeOrder(checker, violations);
+
   const faultsByKind = /** @type {Record<string, number>} */ ({});
   for (const kind of checker.faultPlan) faultsByKind[kind] = 0;
   for (const fault of checker.faults)
@@ -304,6 +314,9 @@ export function analyze(checker, elapsedMs) {
     shortTtlSections: total(shortTtlFaults, 'sections'),
     shortTtlWaitedPastTtl: total(shortTtlFaults, 'waitedPastTtl'),
     shortTtlLostInSection: total(shortTtlFaults, 'lostInSection'),
+    ...drains,
+    ...order,
+    ...leadership,
   };
 }
 
@@ -363,7 +376,7 @@ export function formatSummary(r) {
     `  lost updates           ${r.lostUpdates}`,
     `  tokens out of order    ${r.tokensOutOfOrder}`,
     `  using() outcomes       ${kv(r.outcomes)}`,
-    `  acquire failures       ${kv(r.acquireFailures)}`,
+    `  acquire failures       ${kv(r.acquireFailures)} (refusals while shutting down ${r.refusals})`,
     ...(r.redlock ? redlockLines(r) : [`  kill → next acquire    ${spread(r.killTakeoverMs)}`]),
     `  stop: aborted before stale write ${r.stopAbortBeforeWrite}/${r.stopFaults}`,
     ...(r.partitionFaults
@@ -374,7 +387,10 @@ export function formatSummary(r) {
       : []),
     `  granted, lost before use ${r.grantedButLost} (answered too late to use: ` +
       `${r.expiredOnArrival}${r.expiredOnArrival ? `, in ${spread(r.expiredOnArrivalRttMs, '')}` : ''})`,
+    ...drainLines(r, spread),
+    ...leaderLines(r, spread),
     ...waiterLines(r),
+    ...orderLines(r),
     `  violations             ${r.violations.length}`,
     ...r.violations.map((v) => `    - ${v}`),
   ];

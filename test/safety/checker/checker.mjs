@@ -1,5 +1,5 @@
 /**
- * The multi-process safety checker (issue 6): P worker processes contend for one lock key and
+ * The multi-process safety checker: P worker processes contend for one lock key and
  * run a non-atomic read-modify-write of a counter that lives here, in the checker's process,
  * behind a fencing guard; a nemesis injects faults while they run; the history is then checked
  * (see analyze.mjs).
@@ -11,6 +11,12 @@
  * - `stop`: SIGSTOP the holder, answer its read while it is stopped, wait past its TTL until
  *   another holder has written, then SIGCONT. Its signal must abort, its stale write must be
  *   refused by the guard, and `using` must reject with LockLostError.
+ * - `drain`: SIGTERM the holder, as a rolling deploy does (see drain.mjs). Its app drains: the
+ *   section, kept running for 2–3 TTLs after the signal, must end under the lock (nobody else
+ *   acquires before its write, its signal does not abort, its write is accepted, `using`
+ *   resolves), its other calls and new ones are refused at once (LockShuttingDownError, counted
+ *   as refusals, never as failures), and then the worker exits by itself; a replacement is
+ *   forked. Also in the ZooKeeper modes.
  * - `restart`: kill -9 the lock's redis-server and start it again, empty, on the same port
  *   while a holder is inside. The holder must be told (signal aborted, LockLostError), and work
  *   must go on.
@@ -33,6 +39,13 @@
  *   before its section runs, nor found expired on arrival unless its answer took half its TTL
  *   or more (checked over the whole run, see `grantedButLost`).
  *
+ * The single-Redis mode of a mutex also checks the arrival order of fair mode (see
+ * arrival-order.mjs): each grant must go to the caller that took its place in the store's line
+ * first, whatever its process, several callers per process included (`callers`). The workers
+ * date each call and its first attempt on the machine's monotonic clock; an overtaking fails
+ * the run only when no fault was in flight while the overtaken caller waited. The summary gives
+ * the share of grants in arrival order.
+ *
  * RedLock mode (`redlock: { masters: 5 }`): the checker starts N independent redis-servers of its
  * own (and stops them all at the end, however the run ends), and each worker's LockModule gets
  * them all as an array. `kill` and `stop` work as above, except that after a kill nobody may
@@ -53,7 +66,8 @@
  * server (each through a TCP proxy of its own, here), under a root of the run's own. Faults:
  * - `kill`: as above, except that the bound is the killed holder's node: nobody may acquire
  *   while the checker still sees it (it goes when the holder's session expires).
- * - `stop`: as above (the stopped holder's session expires, and another takes the lock).
+ * - `stop` and `drain`: as above (the stopped holder's session expires, and another takes the
+ *   lock; the draining holder's session lasts until its app has closed).
  * - `restart`: kill -9 the ZooKeeper server and start it again on the same port, with its data:
  *   sessions and nodes may survive, but the holder's validity runs out while the server is
  *   down, so it must be told (signal aborted, LockLostError), and work must go on.
@@ -63,9 +77,27 @@
  *   and `using` must reject with LockLostError.
  * At the end, no node may be left under the run's root.
  *
+ * In every mode but RedLock's, `leader` (see leader.mjs): every worker then also stands in one
+ * leader election, and each such fault ends the leader's term one way in turn (it resigns, is
+ * SIGTERMed, killed, or paused until another leads); epochs must grow, every term be told it
+ * ended before the next began (unless its worker was paused or killed), and the fenced
+ * resource refuse only deposed leaders.
+ * PostgreSQL mode (`postgres: { server }`): the workers' LockModules use the given PostgreSQL
+ * (each through a TCP proxy of its own, here, and with an application_name of its own).
+ * Faults: `kill` (the bound is the killed holder's row: nobody may acquire before its expiry,
+ * read on the database's clock right after the kill), `stop`, `drain`, `restart` (kill the
+ * server without a checkpoint and start it again with its data: a holder whose renewal gets
+ * through within its validity rightly keeps its lock, otherwise it must be told), `expire` (as
+ * on ZooKeeper: the holder's connection stalls until its lease ran out and a newer holder
+ * wrote; it must be told before the next holder acquired) and `terminate` (the server ends
+ * every connection of the holder, again and again for three TTLs, while its read is held: the
+ * lease is a row, not a session, so the holder renews on new connections, and must keep its
+ * lock and write, or, if it could not renew in time, be told, as any holder). At the end, no
+ * row may be left under the run's prefix.
+ *
  * On a ZooKeeper ensemble (`zookeeper: { ensemble }`, a partitionable one from
  * test/support/zookeeper-server.js) each worker reaches one follower, the followers in turn;
- * the faults are `kill`, `stop` and `expire` as above, and, instead of `restart`:
+ * the faults are `kill`, `stop`, `drain` and `expire` as above, and, instead of `restart`:
  * - `partition`: cut the holder's follower off from the other members (their links stall) while
  *   it goes on answering its clients, until a newer holder wrote; then heal it and wait until it
  *   serves again. The leader expires the holder's session while the follower still answers
@@ -79,8 +111,12 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { TcpProxy } from '../../support/tcp-proxy.js';
 import { analyze } from './analyze.mjs';
+import { drainHolder } from './drain.mjs';
+import { sharedNow } from './first-attempts.mjs';
 import { LockServers } from './masters.mjs';
 import { randomInt, shuffled } from './random.mjs';
+import { endLeadership, LeaderHistory } from './leader.mjs';
+import { PostgresProbe } from './postgres-probe.mjs';
 import { FencedCounter } from './resource.mjs';
 import { ZooKeeperProbe } from './zookeeper-probe.mjs';
 
@@ -100,7 +136,7 @@ const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.meta.url));
 
 /**
- * @typedef {'kill' | 'stop' | 'restart' | 'minority' | 'majority' | 'expire' | 'partition' | WaiterFaultKind} FaultKind
+ * @typedef {'kill' | 'stop' | 'drain' | 'restart' | 'minority' | 'majority' | 'expire' | 'partition' | 'leader' | 'terminate' | WaiterFaultKind} FaultKind
  * @typedef {'lag' | 'kill-waiter' | 'short-ttl'} WaiterFaultKind
  */
 /** The faults aimed at the waiters of the fair handover (single Redis). */
@@ -112,19 +148,39 @@ const COMMAND_TIMEOUT_MS = 1_000;
 export const FAULT_KINDS = /** @type {const} */ ([
   'kill',
   'stop',
+  'drain',
   'restart',
   ...WAITER_FAULT_KINDS,
+  'leader',
 ]);
 /** The faults of the RedLock mode, and its default plan. */
 export const REDLOCK_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'minority', 'majority']);
 /** The faults of the ZooKeeper mode, and its default plan. */
-export const ZOOKEEPER_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'restart', 'expire']);
+export const ZOOKEEPER_FAULT_KINDS = /** @type {const} */ ([
+  'kill',
+  'stop',
+  'drain',
+  'restart',
+  'expire',
+  'leader',
+]);
+/** The faults of the PostgreSQL mode, and its default plan. */
+export const POSTGRES_FAULT_KINDS = /** @type {const} */ ([
+  'kill',
+  'stop',
+  'drain',
+  'restart',
+  'expire',
+  'terminate',
+]);
 /** The faults of the ZooKeeper mode on an ensemble, and its default plan. */
 export const ZOOKEEPER_ENSEMBLE_FAULT_KINDS = /** @type {const} */ ([
   'kill',
   'stop',
+  'drain',
   'expire',
   'partition',
+  'leader',
 ]);
 
 /**
@@ -163,6 +219,11 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  *   the ZooKeeper mode instead: the workers lock on this server (a ZooKeeperServer from
  *   test/support/zookeeper-server.js), which the checker restarts, never stops; or on this
  *   partitionable ensemble, whose followers the checker cuts off and heals, never stops
+ * @property {{ server: { url: string, port: number, restart(): Promise<void> } }} [postgres]
+ *   the PostgreSQL mode instead: the workers lock on this server (a PostgresServer from
+ *   test/support/postgres-server.js), which the checker restarts, never stops
+ * @property {import('./watched-clients.mjs').CheckerClient} [client] the client library the
+ *   workers reach the single Redis with (default ioredis)
  * @property {number} [workers] P, the number of worker processes alive at any time (≥ 6)
  * @property {number} [ttl] the lock's TTL in ms
  * @property {FaultKind[]} [faults] the faults to inject, in order
@@ -177,7 +238,9 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  *   lock (one section in three a writer), instead of a mutex; not with RedLock
  * @property {number} [callers] callers per worker process (default 1), each running sections
  *   of its own: with several, a release hands the lock straight to the next caller of its own
- *   process (the same-process handover), which the faults then meet too. Not with `kill-waiter`,
+ *   process (the same-process handover), which the faults then meet too; the arrival order is
+ *   checked between callers of one process as between processes, and a drained worker has
+ *   waiting calls to refuse. Not with `kill-waiter`,
  *   which tells a worker's waiting by its one caller.
  */
 
@@ -203,6 +266,9 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  * @property {string} [outcome] 'ok' or the name of the error `using` rejected with
  * @property {FaultKind} [fault] the fault this section was the victim of
  * @property {'read' | 'write'} [share] a read-write lock's section: a reader's or a writer's
+ * @property {import('./first-attempts.mjs').CallTiming} [call] when its call was made and its
+ *   first attempt sent and answered, on the machine's shared monotonic clock
+ * @property {number} [acquiredHr] when the checker heard of the grant, on that clock
  */
 
 /**
@@ -222,6 +288,8 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  * @property {number} startSeq
  * @property {number} [endSeq]
  * @property {number} startedAt
+ * @property {number} startedHr when it started, on the machine's shared monotonic clock
+ * @property {number} [endedHr] when it ended, on that clock
  * @property {boolean} losesLock whether the fault may take the lock from its victim, and so
  *   explain an overlap (all but a `minority` fault that the lock should survive)
  * @property {string[]} problems what went wrong (violations)
@@ -239,7 +307,7 @@ function isWaiterFault(kind) {
   return /** @type {readonly FaultKind[]} */ (WAITER_FAULT_KINDS).includes(kind);
 }
 
-class WorkerHandle {
+export class WorkerHandle {
   /**
    * @param {number} id
    * @param {import('node:child_process').ChildProcess} child
@@ -262,19 +330,29 @@ class WorkerHandle {
     /** The checker killed it on purpose, or told it to stop. */
     this.expectedExit = false;
     this.stopped = false;
+    /** @type {number | undefined} when it reported SIGTERM (it drains) */
+    this.drainingSeq = undefined;
+    this.exitedAt = 0;
+    this.exitStatus = '';
   }
 }
 
 export class SafetyChecker {
   /** @param {CheckerOptions} options */
   constructor(options) {
-    const modes = [options.redis, options.redlock, options.zookeeper];
+    const modes = [options.redis, options.redlock, options.zookeeper, options.postgres];
     if (modes.filter((mode) => mode !== undefined).length !== 1) {
       throw new Error(
-        'SafetyChecker: give one of `redis` (one Redis), `redlock` (N masters) or `zookeeper`',
+        'SafetyChecker: give one of `redis` (one Redis), `redlock` (N masters), `zookeeper` ' +
+          'or `postgres`',
       );
     }
     this.redis = options.redis;
+    this.postgres = options.postgres;
+    /** @type {PostgresProbe | undefined} set up by {@link run} in the PostgreSQL mode */
+    this.pgProbe = undefined;
+    /** The single Redis's client library in the workers. */
+    this.client = options.client ?? 'ioredis';
     this.zookeeper = options.zookeeper;
     this.ensemble =
       options.zookeeper && 'ensemble' in options.zookeeper ? options.zookeeper.ensemble : undefined;
@@ -293,7 +371,9 @@ export class SafetyChecker {
         ? ZOOKEEPER_ENSEMBLE_FAULT_KINDS
         : options.zookeeper
           ? ZOOKEEPER_FAULT_KINDS
-          : FAULT_KINDS;
+          : options.postgres
+            ? POSTGRES_FAULT_KINDS
+            : FAULT_KINDS;
     /** Callers per worker process. */
     this.callers = options.callers ?? 1;
     this.faultPlan =
@@ -313,7 +393,8 @@ export class SafetyChecker {
     this.lagMs = options.lagMs ?? [1_000, 3_000];
     // With `lag`, each worker reaches Redis through a proxy of its own in this process; with
     // ZooKeeper, always (for `expire`).
-    this.proxied = this.faultPlan.includes('lag') || this.zookeeper !== undefined;
+    this.proxied =
+      this.faultPlan.includes('lag') || this.zookeeper !== undefined || this.postgres !== undefined;
     /** @type {Promise<void>[]} the proxies of workers that exited, stopping */
     this.proxiesStopping = [];
     this.log = options.log ?? (() => undefined);
@@ -345,6 +426,14 @@ export class SafetyChecker {
     this.violations = [];
     /** @type {Record<string, number>} */
     this.acquireFailures = {};
+    /**
+     * Calls refused because their worker was shutting down (LockShuttingDownError): refusals,
+     * not failures.
+     * @type {import('./drain.mjs').Refusal[]}
+     */
+    this.refusals = [];
+    /** Whether the arrival order is checked: fair mode's line, in the store it is measured on. */
+    this.orderChecked = this.redis !== undefined && this.kind === 'mutex';
     /** Duplicate fencing tokens handed out (to two acquisitions). */
     this.duplicateTokens = 0;
     /**
@@ -360,6 +449,17 @@ export class SafetyChecker {
     this.listeners = new Set();
     /** @type {LockServers | undefined} set up by {@link run} */
     this.servers = undefined;
+    /**
+     * The `leader` nemesis's election, which every worker then stands in (see leader.mjs).
+     * @type {LeaderHistory | undefined}
+     */
+    this.leadership = this.faultPlan.includes('leader') ? new LeaderHistory() : undefined;
+    /**
+     * Every signal sent to a worker, on the shared clock: a paused or killed leader cannot
+     * tell that its term ended.
+     * @type {{ worker: number, signal: NodeJS.Signals, at: number }[]}
+     */
+    this.signals = [];
   }
 
   get redlock() {
@@ -390,7 +490,9 @@ export class SafetyChecker {
     }
     const startedAt = Date.now();
     try {
-      if (this.zookeeper) {
+      if (this.postgres) {
+        this.pgProbe = new PostgresProbe(this.postgres.server.url);
+      } else if (this.zookeeper) {
         // On an ensemble, the leader: the workers are on followers, which `partition` cuts
         // off, and a cut-off follower's answers are stale.
         this.probe = await ZooKeeperProbe.connect(
@@ -417,6 +519,7 @@ export class SafetyChecker {
         // The RedLock masters go even if the shutdown failed: nobody else would stop them.
         await this.servers?.close();
         this.probe?.close();
+        await this.pgProbe?.close();
       }
     }
     return analyze(this, Date.now() - startedAt);
@@ -429,7 +532,10 @@ export class SafetyChecker {
     const id = this.nextWorkerId++;
     const member = await this.memberFor(id);
     const target =
-      this.redis?.port ?? member?.port ?? (this.zookeeper ? this.zookeeperServer.port : undefined);
+      this.redis?.port ??
+      member?.port ??
+      this.postgres?.server.port ??
+      (this.zookeeper ? this.zookeeperServer.port : undefined);
     const proxy = this.proxied && target ? await TcpProxy.start(target) : undefined;
     const child = fork(WORKER_PATH, [], {
       execArgv: [],
@@ -439,7 +545,12 @@ export class SafetyChecker {
         // One URL, or the masters' URLs comma-separated for RedLock (empty otherwise, in case
         // the parent's environment had some).
         CHECKER_REDIS_URL:
-          this.redlock || this.zookeeper ? '' : (proxy?.url ?? this.lockServers.urls[0]),
+          this.redlock || this.zookeeper || this.postgres
+            ? ''
+            : (proxy?.url ?? this.lockServers.urls[0]),
+        CHECKER_POSTGRES:
+          this.postgres && proxy ? `postgres://postgres@127.0.0.1:${proxy.port}/postgres` : '',
+        CHECKER_POSTGRES_NAME: `checker-worker-${id}`,
         CHECKER_ZOOKEEPER: this.zookeeper && proxy ? `127.0.0.1:${proxy.port}` : '',
         CHECKER_ZOOKEEPER_ROOT: this.zookeeperRoot,
         CHECKER_REDIS_URLS: this.redlock ? this.lockServers.urls.join(',') : '',
@@ -451,8 +562,15 @@ export class SafetyChecker {
         CHECKER_COMMAND_TIMEOUT: String(COMMAND_TIMEOUT_MS),
         CHECKER_KIND: this.kind === 'semaphore' ? `semaphore:${this.limit}` : this.kind,
         CHECKER_CALLERS: String(this.callers),
+        CHECKER_LEADER: this.leadership ? '1' : '',
+        CHECKER_CLIENT: this.client,
       },
     });
+    const kill = child.kill.bind(child);
+    child.kill = (/** @type {NodeJS.Signals} */ signal) => {
+      this.signals.push({ worker: id, signal, at: sharedNow() });
+      return kill(signal);
+    };
     this.processesStarted++;
     const worker = new WorkerHandle(id, child, proxy, member);
     this.workers.set(id, worker);
@@ -462,6 +580,8 @@ export class SafetyChecker {
     child.on('message', (/** @type {WorkerMessage} */ message) => this.onMessage(worker, message));
     child.on('exit', (code, signal) => {
       worker.exited = true;
+      worker.exitedAt = Date.now();
+      worker.exitStatus = signal ?? `code ${code}`;
       this.workers.delete(id);
       if (proxy) this.proxiesStopping.push(proxy.stop());
       if (!worker.expectedExit) {
@@ -502,9 +622,20 @@ export class SafetyChecker {
     const seq = ++this.seq;
     const now = Date.now();
     const id = worker.id;
+    if (this.leadership?.onMessage(id, message, seq)) {
+      this.notify();
+      return;
+    }
     switch (message?.type) {
       case 'ready':
         worker.ready = true;
+        // The arrival-order check compares times taken in different workers on one clock.
+        if (message.clock > sharedNow()) {
+          this.violations.push(`worker ${id}'s clock is ahead of the checker's: not one clock`);
+        }
+        break;
+      case 'draining':
+        worker.drainingSeq = seq;
         break;
       case 'waiting':
         worker.waitingTtl = message.ttl;
@@ -523,6 +654,8 @@ export class SafetyChecker {
           share: message.share,
           acquiredSeq: seq,
           acquiredAt: now,
+          call: message.call,
+          acquiredHr: sharedNow(),
         };
         this.sections.set(key, section);
         this.sectionList.push(section);
@@ -569,6 +702,11 @@ export class SafetyChecker {
       }
       case 'acquireFailed':
         worker.waitingTtl = undefined;
+        if (message.error === 'LockShuttingDownError') {
+          const waiter = message.waitedFromBeforeDrain;
+          this.refusals.push({ worker: id, draining: message.draining, waiter });
+          break;
+        }
         this.acquireFailures[message.error] = (this.acquireFailures[message.error] ?? 0) + 1;
         if (message.grantedButLost) {
           this.grantedButLost.push({
@@ -703,6 +841,13 @@ export class SafetyChecker {
 
   /** @param {FaultKind} kind */
   async inject(kind) {
+    if (kind === 'leader') {
+      const fault = this.begin(kind, 0, 0);
+      fault.losesLock = false;
+      await endLeadership(this, fault);
+      await this.settle(fault);
+      return;
+    }
     if (isWaiterFault(kind)) {
       const fault = this.begin(kind, 0, 0);
       if (kind === 'lag') await this.lag(fault);
@@ -726,10 +871,12 @@ export class SafetyChecker {
     if (section) section.fault = kind;
     const fault = this.begin(kind, victim.worker.id, victim.message.token);
     if (kind === 'kill') await this.kill(fault, victim.worker);
+    else if (kind === 'drain') await drainHolder(this, fault, victim.worker, victim.message);
     else if (kind === 'stop') await this.stop(fault, victim.worker, victim.message);
     else if (kind === 'restart') await this.restartServer(fault, victim.worker, victim.message);
     else if (kind === 'expire') await this.expire(fault, victim.worker, victim.message);
     else if (kind === 'partition') await this.partition(fault, victim.worker, victim.message);
+    else if (kind === 'terminate') await this.terminate(fault, victim.worker, victim.message);
     else {
       const count =
         kind === 'majority' ? this.lockServers.quorum : this.masterCount - this.lockServers.quorum;
@@ -752,8 +899,10 @@ export class SafetyChecker {
       token,
       startSeq: ++this.seq,
       startedAt: Date.now(),
-      // Only a fault that can take the lock from its holder explains an overlap.
-      losesLock: kind !== 'minority' && !isWaiterFault(kind),
+      startedHr: sharedNow(),
+      // Only a fault that can take the lock from its holder explains an overlap: not one that
+      // the lock should survive (a drained holder keeps it to the end of its work).
+      losesLock: kind !== 'minority' && kind !== 'drain' && !isWaiterFault(kind),
       problems: [],
       facts: {},
     };
@@ -768,6 +917,7 @@ export class SafetyChecker {
   async settle(fault) {
     const kind = fault.kind;
     fault.endSeq = ++this.seq;
+    fault.endedHr = sharedNow();
     // Nothing hangs: work must go on after every fault.
     const endSeq = fault.endSeq;
     const progressed = await this.waitFor(() => this.acceptedWriteSince(endSeq), 20_000);
@@ -1014,10 +1164,12 @@ export class SafetyChecker {
     // the victim: its expiry bounds nobody's acquisition (the analysis counts who was inside).
     const exclusive =
       this.kind === 'mutex' || this.section(worker.id, fault.token)?.share === 'write';
-    const bound = this.zookeeper
-      ? await this.nodeLastSeen(fault, lockToken, exclusive)
-      : // A read-write lock's key holds its kind's marker, not a writer's token.
-        await this.keyExpiry(fault, this.kind === 'mutex' ? lockToken : undefined, exclusive);
+    const bound = this.postgres
+      ? await this.rowExpiry(fault, lockToken, exclusive)
+      : this.zookeeper
+        ? await this.nodeLastSeen(fault, lockToken, exclusive)
+        : // A read-write lock's key holds its kind's marker, not a writer's token.
+          await this.keyExpiry(fault, this.kind === 'mutex' ? lockToken : undefined, exclusive);
     const replacement = this.spawnWorker().catch((/** @type {unknown} */ error) => {
       fault.problems.push(`replacement worker failed: ${String(error)}`);
     });
@@ -1089,6 +1241,58 @@ export class SafetyChecker {
     }, 20_000);
     fault.facts.nodeGoneAfterKillMs = lastSeenAt ? lastSeenAt - fault.startedAt : 0;
     return { notBefore: lastSeenAt, what: "the killed holder's node was last seen" };
+  }
+
+  /**
+   * PostgreSQL: the killed holder's row lives until its expiry on the database's clock, read
+   * right after the kill (the database computes what is left at or after the probe was sent). A
+   * victim that did not hold the key alone leaves no bound, as in {@link keyExpiry}.
+   * @param {Fault} fault
+   * @param {string | undefined} lockToken
+   * @param {boolean} exclusive
+   * @returns {Promise<{ notBefore: number, what: string } | undefined>}
+   */
+  async rowExpiry(fault, lockToken, exclusive) {
+    if (!this.pgProbe || !lockToken || !exclusive) return undefined;
+    const probeSentAt = Date.now();
+    const left = await this.pgProbe.msLeft(this.keyPrefix + this.key, lockToken);
+    fault.facts.msLeftAfterKill = Math.round(left);
+    if (left <= 0) return undefined;
+    fault.facts.freeBoundMs = probeSentAt + left - fault.startedAt;
+    // 2 ms of slack for the rounding of Date.now().
+    return { notBefore: probeSentAt + left - 2, what: "the killed holder's row could expire" };
+  }
+
+  /**
+   * PostgreSQL: the server ends every connection of the holder (its pool's and its listener's),
+   * again every third of a TTL for three TTLs, while the holder's read is held. The lease is a
+   * row, not a session: the holder renews on new connections and keeps its lock (its signal
+   * does not abort, its write goes in). Should a renewal not get through within its validity
+   * on a loaded machine, the holder must have been told, as any holder (the analysis holds it
+   * to that); the fault records which happened.
+   * @param {Fault} fault
+   * @param {WorkerHandle} worker
+   * @param {ReadRequest} read
+   */
+  async terminate(fault, worker, read) {
+    const section = this.section(worker.id, fault.token);
+    let ended = 0;
+    for (const end = Date.now() + 3 * this.ttl; Date.now() < end; await sleep(this.ttl / 3)) {
+      ended += (await this.pgProbe?.terminate(`checker-worker-${worker.id}`)) ?? 0;
+    }
+    fault.facts.connectionsEnded = ended;
+    fault.facts.kept = section?.lostSeq === undefined;
+    this.serveRead(worker, read);
+    const settled = await this.waitFor(() => section?.releasedSeq !== undefined, 15_000);
+    if (!section || !settled) {
+      fault.problems.push('the holder did not finish its critical section within 15 s');
+      return;
+    }
+    fault.facts.outcome = section.outcome;
+    const expected = section.lostSeq === undefined ? 'ok' : 'LockLostError';
+    if (section.outcome !== expected) {
+      fault.problems.push(`the holder's using() ended with ${section.outcome}, not ${expected}`);
+    }
   }
 
   /**
@@ -1210,8 +1414,15 @@ export class SafetyChecker {
     }
   }
 
-  /** ZooKeeper: a violation for every node left under the run's root, which is then deleted. */
+  /**
+   * ZooKeeper: a violation for every node left under the run's root, which is then deleted;
+   * PostgreSQL: for every row left under the run's prefix.
+   */
   async checkNoNodesLeft() {
+    if (this.pgProbe) {
+      const rows = await this.pgProbe.takeLeft(this.keyPrefix);
+      if (rows.length > 0) this.violations.push(`rows left after the run: ${rows.join(', ')}`);
+    }
     if (!this.probe) return;
     const left = await this.probe.below(this.zookeeperRoot);
     if (left.length > 0) this.violations.push(`nodes left after the run: ${left.join(', ')}`);
@@ -1273,7 +1484,9 @@ export class SafetyChecker {
    */
   async restartServer(fault, worker, read) {
     const before = Date.now();
-    await (this.zookeeper ? this.zookeeperServer : this.lockServers.servers[0]).restart();
+    await (
+      this.postgres?.server ?? (this.zookeeper ? this.zookeeperServer : this.lockServers.servers[0])
+    ).restart();
     fault.facts.restartMs = Date.now() - before;
     const section = this.section(worker.id, fault.token);
     const told = await this.waitFor(() => section?.lostSeq !== undefined, 4 * this.ttl + 5_000);
@@ -1281,11 +1494,14 @@ export class SafetyChecker {
     // shorter than the session timeout, and a renewal answered within the lock's validity
     // rightly keeps the lock. Not told is then no fault, as long as the node is still there
     // (a second holder would show as an overlap, and its write would be refused).
+    // PostgreSQL restarts with its data too: the row outlives the restart.
     const kept =
       !told &&
-      this.probe !== undefined &&
       section?.lockToken !== undefined &&
-      (await this.probe.hasNodeOf(this.zookeeperRoot, section.lockToken).catch(() => false));
+      (this.pgProbe
+        ? await this.pgProbe.holds(section.lockToken).catch(() => false)
+        : this.probe !== undefined &&
+          (await this.probe.hasNodeOf(this.zookeeperRoot, section.lockToken).catch(() => false)));
     fault.facts.keptAcrossRestart = kept;
     if (!told && !kept) {
       fault.problems.push("the holder's signal was not aborted after the server restarted");
@@ -1380,7 +1596,7 @@ export class SafetyChecker {
     // that cannot renew, so that is counted apart, as long as nobody got in before it was told.
     const starved =
       section.lostSeq !== undefined &&
-      section.lostReason?.startsWith('renewals did not reach Redis') &&
+      section.lostReason?.startsWith('renewals did not reach the store') &&
       (!other || other.acquiredSeq > section.lostSeq);
     if (starved) {
       fault.facts.lostToSlowRenewals = true;

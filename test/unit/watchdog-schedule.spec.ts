@@ -1,0 +1,154 @@
+import { jest } from '@jest/globals';
+import { HeldLock, type LockOwner } from '../../src/engine/held-lock.js';
+import { Watchdog } from '../../src/engine/watchdog.js';
+import type { LockStore, RenewalEntry } from '../../src/store/lock-store.interface.js';
+
+/**
+ * The watchdog's schedule, on a store that answers as the test says: which locks each tick
+ * renews, and when. (What renewing does in a real store is the engine specs' business.)
+ */
+class Store {
+  /** The entries of each renewal call, in order. */
+  readonly calls: (readonly RenewalEntry[])[] = [];
+  answer: 'renewed' | 'never' | 'fails' | 'later' = 'renewed';
+  /** Renewals that the test answers (`later`), in order. */
+  readonly later: ((renewed: boolean[]) => void)[] = [];
+
+  renew = (entries: readonly RenewalEntry[]): Promise<boolean[]> => {
+    this.calls.push(entries);
+    if (this.answer === 'never') return new Promise(() => undefined);
+    if (this.answer === 'later') return new Promise((resolve) => this.later.push(resolve));
+    if (this.answer === 'fails') return Promise.reject(new Error('no answer from the store'));
+    return Promise.resolve(entries.map(() => true));
+  };
+}
+
+const owner: LockOwner = {
+  releaseLock: () => Promise.resolve(true),
+  extendLock: () => Promise.resolve(true),
+  handOffLock: () => Promise.reject(new Error('no hand-off in these specs')),
+  driftOf: () => 0,
+};
+
+function heldLock(i: number, ttl: number): HeldLock {
+  return new HeldLock(owner, {
+    name: `k${i}`,
+    key: `k${i}`,
+    token: `t${i}`,
+    fencingToken: i,
+    ttl,
+    watchdog: true,
+    validFrom: performance.now(),
+  });
+}
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+describe('Watchdog: a tick renews the locks that are due, and only those', () => {
+  let store: Store;
+  let lost: string[];
+  let watchdog: Watchdog;
+
+  beforeEach(() => {
+    jest.useFakeTimers({ doNotFake: ['queueMicrotask'] });
+    store = new Store();
+    lost = [];
+    watchdog = new Watchdog(
+      store as unknown as LockStore,
+      (lock) => lost.push(lock.name),
+      () => undefined,
+    );
+  });
+
+  afterEach(() => {
+    watchdog.stop();
+    jest.useRealTimers();
+  });
+
+  it('renews a lock taken later in a tick of its own, without touching the others', async () => {
+    const early = Array.from({ length: 5_000 }, (_, i) => heldLock(i, 30_000));
+    for (const lock of early) watchdog.track(lock);
+    jest.advanceTimersByTime(2_000);
+    const late = heldLock(99_999, 3_000);
+    watchdog.track(late);
+    // The late lock is due 1 s after it was taken (at 3 s), the others at 10 s (5 s at the
+    // earliest, when a tick may take them along).
+    jest.advanceTimersByTime(1_000);
+    await settle();
+    expect(store.calls.map((entries) => entries.map((entry) => entry.key))).toEqual([['k99999']]);
+  });
+
+  it('renews many due locks in slices, each a batch of its own, all before their validity', async () => {
+    for (let i = 0; i < 5_000; i++) watchdog.track(heldLock(i, 3_000));
+    // Due at 1 s; each further slice in a later turn of the event loop (a timer of 1 ms).
+    jest.advanceTimersByTime(1_010);
+    await settle();
+    expect(store.calls.map((entries) => entries.length)).toEqual([2_000, 2_000, 1_000]);
+    // Replies are handled between timers, as they would be.
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(lost).toEqual([]);
+    expect(watchdog.size).toBe(5_000);
+  });
+
+  it('tells the locks of a renewal that never answers that they are lost, when their validity ends', async () => {
+    store.answer = 'never';
+    for (let i = 0; i < 3; i++) watchdog.track(heldLock(i, 3_000));
+    jest.advanceTimersByTime(1_000);
+    expect(store.calls).toHaveLength(1);
+    expect(lost).toEqual([]);
+    jest.advanceTimersByTime(2_000);
+    expect(lost.sort()).toEqual(['k0', 'k1', 'k2']);
+    expect(watchdog.size).toBe(0);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('counts an extend that got no answer as applied: the lock is valid only until the shorter TTL it asked for ends', async () => {
+    const lock = heldLock(0, 30_000);
+    watchdog.track(lock);
+    store.answer = 'fails';
+    await expect(watchdog.extend(lock, 1_000)).rejects.toThrow('no answer from the store');
+    // The store may have applied it: the key may be gone 1 s after the extend was sent.
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(lost).toEqual(['k0']);
+  });
+
+  it('guards a lock that an extend shortened while its renewal was unanswered from its new end', async () => {
+    const lock = heldLock(0, 3_000);
+    watchdog.track(lock);
+    store.answer = 'never';
+    jest.advanceTimersByTime(1_000);
+    expect(store.calls).toHaveLength(1);
+    store.answer = 'renewed';
+    await expect(watchdog.extend(lock, 1_200)).resolves.toBe(true);
+    // Valid until 2.2 s now, not until the 3 s the unanswered batch's guard counts on.
+    await jest.advanceTimersByTimeAsync(1_200);
+    expect(lost).toEqual(['k0']);
+  });
+
+  it('lets no late answer to a renewal sent before an undecided extend lengthen the lock past the shorter TTL it asked for', async () => {
+    const lock = heldLock(0, 3_000);
+    watchdog.track(lock);
+    store.answer = 'later';
+    jest.advanceTimersByTime(1_000);
+    expect(store.later).toHaveLength(1);
+    jest.advanceTimersByTime(10);
+    store.answer = 'fails';
+    await expect(watchdog.extend(lock, 500)).rejects.toThrow('no answer from the store');
+    // The renewal's answer comes after all; the store may have applied the extend after it.
+    store.later[0]([true]);
+    await jest.advanceTimersByTimeAsync(500);
+    expect(lost).toEqual(['k0']);
+  });
+
+  it('keeps no more queue entries than about twice its locks when short-lived locks come and go', () => {
+    for (let i = 0; i < 20_000; i++) {
+      const lock = heldLock(i, 30_000);
+      watchdog.track(lock);
+      watchdog.untrack(lock);
+    }
+    const queued = (watchdog as unknown as { due: { size: number } }).due.size;
+    expect(queued).toBeLessThanOrEqual(1_025);
+  });
+});

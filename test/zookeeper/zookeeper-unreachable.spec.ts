@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import { ConsoleLogger, Logger, type LoggerService } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import {
+  LockConnectionError,
+  LockModule,
+  LockService,
+  type LockModuleOptions,
+} from '../../src/index.js';
+import { freePort } from '../support/redis-server.js';
+import { sleep } from '../support/lock-app.js';
+import { ZooKeeperServer } from '../support/zookeeper-server.js';
+
+/** Every line the app logs, with its level. */
+const lines: { level: string; message: string }[] = [];
+const record = (level: string) => (message: unknown) =>
+  void lines.push({ level, message: String(message) });
+const logger: LoggerService = {
+  log: record('log'),
+  error: record('error'),
+  warn: record('warn'),
+  debug: record('debug'),
+  verbose: record('verbose'),
+};
+const warnings = (about: string) =>
+  lines.filter(({ level, message }) => level === 'warn' && message.startsWith(about));
+
+/** Waits, boundedly, for a warning that begins with `about`. */
+async function warned(about: string): Promise<string[]> {
+  for (let i = 0; i < 100 && warnings(about).length === 0; i++) await sleep(50);
+  return warnings(about).map(({ message }) => message);
+}
+
+async function boot(options: LockModuleOptions): Promise<TestingModule> {
+  const module = await Test.createTestingModule({ imports: [LockModule.forRoot(options)] })
+    .setLogger(logger)
+    .compile();
+  await module.init();
+  return module;
+}
+
+/**
+ * A ZooKeeper that cannot be reached is not silent: as with Redis, the app boots (connections
+ * open on first use) and the log says that the backend cannot be reached, naming where it was
+ * looked for, while the client goes on trying.
+ */
+describe('ZooKeeper that cannot be reached', () => {
+  beforeEach(() => {
+    lines.length = 0;
+  });
+
+  afterAll(() => {
+    Logger.overrideLogger(new ConsoleLogger());
+  });
+
+  it('boots, names the ensemble at boot, and warns as Redis does when a lock is asked for', async () => {
+    const address = `127.0.0.1:${await freePort()}`;
+    const module = await boot({ zookeeper: address, commandTimeout: 300 });
+    try {
+      expect(lines.filter(({ level }) => level === 'log').map(({ message }) => message)).toContain(
+        `Locks on ZooKeeper at ${address} (root /locks, prefix "lock:")`,
+      );
+      const error = await module
+        .get(LockService)
+        .acquire('order:1', { waitTimeout: 0 })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockConnectionError);
+      expect(error).toMatchObject({ key: 'order:1', cause: { name: 'TimeoutError' } });
+      const [warning] = await warned('ZooKeeper connection error: ');
+      expect(warning).toBe(
+        `ZooKeeper connection error: no connection to ${address} for 300 ms; still trying`,
+      );
+    } finally {
+      await module.close();
+    }
+  });
+
+  it('is warned of in the shape of the Redis warning', async () => {
+    const module = await boot({
+      redis: `redis://127.0.0.1:${await freePort()}`,
+      commandTimeout: 300,
+    });
+    try {
+      const attempt = module
+        .get(LockService)
+        .tryAcquire('x')
+        .catch(() => undefined);
+      expect(await warned('Redis connection error: ')).not.toEqual([]);
+      await attempt;
+    } finally {
+      await module.close();
+    }
+  });
+
+  it('is not warned of when ZooKeeper answers', async () => {
+    const server = await ZooKeeperServer.start();
+    const root = `/reach-${randomBytes(4).toString('hex')}`;
+    const module = await boot({
+      zookeeper: { connectionString: server.address, root },
+      commandTimeout: 300,
+    });
+    try {
+      const lock = await module.get(LockService).acquire('x');
+      await lock.release();
+      await sleep(600);
+      expect(warnings('ZooKeeper connection error')).toEqual([]);
+    } finally {
+      await module.close();
+      await server.stop();
+    }
+  });
+});
