@@ -4,7 +4,8 @@
  * in N instance processes of their own contending for one key (workload 10); then RedLock (this
  * library and the `redlock` package over 3 and 5 masters, against one of those masters alone)
  * on throwaway masters the benchmark starts for it, and this library's `waitForReplicas` on a
- * throwaway master with one replica. Progress goes to stderr, the markdown
+ * throwaway master with one replica; and this library on each Redis client library it runs on
+ * (ioredis, iovalkey, node-redis, GLIDE). Progress goes to stderr, the markdown
  * report to stdout, every figure to bench/results/latest.json.
  *
  * Exits 1 only when something is broken (a crash, lost updates, overlapping holders); a missed
@@ -30,6 +31,7 @@ import { now, round, sleep } from './stats.js';
 import { writeCharts } from './charts.js';
 import { checklist } from './targets.js';
 import { burstRound, runBurst } from './workloads/burst.js';
+import { runClients } from './workloads/clients.js';
 import { contendedRound, runContended } from './workloads/contended.js';
 import { runCurves } from './workloads/curves.js';
 import { runDecorator } from './workloads/decorator.js';
@@ -133,6 +135,7 @@ async function main(): Promise<number> {
     url,
     progress,
   );
+  const clientRuns = await runClients(clients, url, progress);
   progress('7. Decorator overhead');
   const decorator = await runDecorator(library);
   // On servers of its own, which it starts and stops: before workload 6, which must come last.
@@ -168,11 +171,13 @@ async function main(): Promise<number> {
     held,
     redlock: redlockRun,
     replicas: replicasRun,
+    clients: clientRuns,
   };
   const violations = [
     ...Object.entries(partial.contended).map(([id, c]) => [id, 'contended', c] as const),
     ...Object.entries(partial.burst).map(([id, b]) => [id, 'burst', b] as const),
     ...Object.entries(partial.instances).map(([id, c]) => [id, 'instances', c] as const),
+    ...Object.entries(clientRuns.instances).map(([id, c]) => [id, 'instances', c] as const),
     ...Object.entries(curves.instances).flatMap(([id, points]) =>
       points.map((point) => [id, `the ${point.size}-instance curve`, point] as const),
     ),

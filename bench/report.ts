@@ -249,6 +249,7 @@ export function formatReport(r: BenchResults): string {
   out.push(curvesSection(r, name));
   out.push(redlockSection(r));
   out.push(replicasSection(r));
+  if (r.clients) out.push(clientsSection(r.clients, r.config.instances.instances));
 
   // Workload 8's single-node variants wait as the main ones do: listed once.
   const redlockImplementations =
@@ -262,7 +263,7 @@ export function formatReport(r: BenchResults): string {
   );
 
   out.push(
-    '### Targets (issue #5; RedLock: workload 8; waitForReplicas: workload 9; instances: workload 10, issue #11), judged on this run\n\n' +
+    '### Targets (RedLock: workload 8; waitForReplicas: workload 9; instances: workload 10), judged on this run\n\n' +
       table(
         ['Target', 'Measured', 'Result'],
         r.checklist.map((check) => [check.target, check.measured, check.pass ? 'PASS' : 'FAIL']),
@@ -371,6 +372,42 @@ function instancesSection(r: BenchResults, name: (id: string) => string): string
 }
 
 /** Workload 8: RedLock over 3 and 5 masters, this library and the `redlock` package. */
+/** Workload 12: this library on each client library, against itself on ioredis. */
+function clientsSection(c: NonNullable<BenchResults['clients']>, instances: number): string {
+  const base = Object.values(c.uncontended)[0];
+  const baseContended = Object.values(c.instances)[0];
+  const rows = Object.entries(c.uncontended).map(([id, res]) => {
+    const contended = c.instances[id];
+    return [
+      id,
+      int(res.opsPerSec),
+      ratio(res.opsPerSec / base.opsPerSec),
+      res.latencyMs ? `${ms(res.latencyMs.p50, 3)} / ${ms(res.latencyMs.p99, 3)}` : '–',
+      contended ? int(contended.sectionsPerSec) : '–',
+      contended ? ratio(contended.sectionsPerSec / baseContended.sectionsPerSec) : '–',
+      contended ? `${ms(contended.waitP50Ms)} / ${ms(contended.waitP99Ms)}` : '–',
+    ];
+  });
+  return (
+    '### 12. Client libraries\n\n' +
+    `This library on each Redis client library, against itself on ioredis (first row): one ` +
+    `caller's acquire + release, then ${instances} instances on one key (workload 10).\n\n` +
+    table(
+      [
+        'Client',
+        'uncontended ops/s',
+        '× ioredis',
+        'latency p50 / p99 ms',
+        `${instances} instances sections/s`,
+        '× ioredis',
+        'wait p50 / p99 ms',
+      ],
+      rows,
+    ) +
+    '\n'
+  );
+}
+
 function redlockSection(r: BenchResults): string {
   const title =
     '### 8. RedLock: this library and the `redlock` package over 1, 3 and 5 masters\n\n';

@@ -7,6 +7,7 @@ import type { CurvesResult } from './workloads/curves.js';
 import type { DecoratorResult } from './workloads/decorator.js';
 import type { HeldResult } from './workloads/held-locks.js';
 import type { InstancesResult } from './workloads/instances.js';
+import type { ClientsResult } from './workloads/clients.js';
 import type { RedlockResults, RedlockSkipped } from './workloads/redlock.js';
 import type { ReplicasResults, ReplicasSkipped } from './workloads/replicas.js';
 import type { ThroughputResult } from './workloads/throughput.js';
@@ -50,6 +51,8 @@ export interface BenchResults {
   redlock: RedlockResults | RedlockSkipped;
   /** Workload 9, `waitForReplicas`, on a master and replica of its own; `skipped` likewise. */
   replicas: ReplicasResults | ReplicasSkipped;
+  /** Workload 12: this library on each Redis client library. */
+  clients?: ClientsResult;
   checklist: Check[];
   /** Mutual-exclusion violations (lost updates, overlaps): these make the run exit 1. */
   violations: string[];

@@ -103,7 +103,7 @@ export function checklist(r: Omit<BenchResults, 'checklist' | 'violations'>): Ch
     );
   }
 
-  // Workload 10 (issue #11). "One handoff" is this library's own median handoff in the same
+  // Workload 10. "One handoff" is this library's own median handoff in the same
   // rounds (last write answered → next holder's acquire resolved, the next one already
   // waiting): instances × (section + handoff) is then one turn of the lock around every
   // instance, what a caller at the back of a FIFO queue waits, so the p99 bound tests order

@@ -10,7 +10,7 @@
  * - handoff: a holder in one service releases while a caller of the other waits: from the
  *   release call to the waiter's grant (both in this process, on one monotonic clock).
  *
- * The seed says ZooKeeper is slower than Redis; the report gives by how much, as ratios. Progress
+ * ZooKeeper is said to be slower than Redis; the report gives by how much, as ratios. Progress
  * on stderr, the markdown report on stdout, the figures in bench/results/zookeeper.json.
  */
 import 'reflect-metadata';

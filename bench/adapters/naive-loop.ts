@@ -6,7 +6,7 @@ import { RawFloorAdapter, type RawHandle } from './raw-floor.js';
 const RETRY_EVERY_MS = 50;
 
 /**
- * The seed articles' lock: `SET NX PX`, and when the key is held, sleep 50 ms and try again.
+ * The textbook Redis lock: `SET NX PX`, and when the key is held, sleep 50 ms and try again.
  * It releases with the floor's compare-and-delete, so that only its way of waiting differs.
  */
 export class NaiveLoopAdapter extends RawFloorAdapter {

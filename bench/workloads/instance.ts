@@ -9,7 +9,7 @@ import 'reflect-metadata';
 import type { Redis } from 'ioredis';
 import { RedisSemaphoreAdapter } from '../adapters/redis-semaphore.js';
 import { RedlockAdapter } from '../adapters/redlock.js';
-import { ThisLibraryAdapter } from '../adapters/this-library.js';
+import { CLIENT_LIBRARIES, libraryIdOn, ThisLibraryAdapter } from '../adapters/this-library.js';
 import type { LockAdapter } from '../adapters/types.js';
 import { CONFIG } from '../config.js';
 import { CommandCounter, countDelta } from '../redis/instrument.js';
@@ -30,6 +30,12 @@ const FACTORIES: Record<string, (url: string) => Promise<LockAdapter>> = {
   redlock: (url) => RedlockAdapter.create('redlock', url),
   'sesame-redlock': (url) => RedlockAdapter.create('sesame-redlock', url),
   'redis-semaphore': (url) => RedisSemaphoreAdapter.create(url),
+  ...Object.fromEntries(
+    CLIENT_LIBRARIES.filter((client) => client !== 'ioredis').map((client) => [
+      libraryIdOn(client),
+      (url: string) => ThisLibraryAdapter.create(url, libraryIdOn(client), undefined, client),
+    ]),
+  ),
 };
 
 interface Opened {
