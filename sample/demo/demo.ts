@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { createApp } from '../src/app.factory.js';
 import { redactUrl } from '../src/sample.config.js';
 import { Progress } from './progress.js';
+import { formatLockSummary, scrapeMetrics, summarizeLocks } from './metrics-summary.js';
 import { formatReport } from './report.js';
 import { runScenarios } from './scenarios.js';
 import { freePort, redisServerOnPath, ThrowawayRedis } from './throwaway-redis.js';
@@ -35,6 +36,8 @@ interface Resource {
 interface RunningApp {
   mode: string;
   baseUrl: string;
+  /** How many processes serve it. */
+  processes: number;
 }
 
 const progress = new Progress();
@@ -46,8 +49,12 @@ async function main(): Promise<number> {
   console.log('\nnestjs-redis-lock demo\n');
   const app = await startApp();
   const outcomes = await runScenarios({ baseUrl: app.baseUrl }, progress.step);
+  const metrics = await progress.step('Reading what the locks did from GET /metrics', () =>
+    scrapeMetrics(app.baseUrl, app.processes),
+  );
   await progress.step(`Stopping ${resources.map((r) => r.name).join(' and ')}`, stopAll);
   console.log(formatReport(app.mode, outcomes));
+  console.log(formatLockSummary(summarizeLocks(metrics), metrics.length) + '\n');
   return outcomes.checks.every((c) => c.passed) ? 0 : 1;
 }
 
@@ -75,6 +82,7 @@ async function startApp(): Promise<RunningApp> {
   return {
     mode: `${WORKERS} app processes (node:cluster, one port) sharing ${where}`,
     baseUrl: `http://127.0.0.1:${port}`,
+    processes: WORKERS,
   };
 }
 
@@ -119,6 +127,7 @@ async function startInProcess(): Promise<RunningApp> {
   return {
     mode: 'memory fallback: 1 process, locks and data in memory (no Redis available)',
     baseUrl: `http://127.0.0.1:${port}`,
+    processes: 1,
   };
 }
 

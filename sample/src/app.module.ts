@@ -5,10 +5,14 @@ import {
   type NestModule,
   type Provider,
 } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import { LockModule } from 'nestjs-redis-lock';
 import { servedBy } from './common/served-by.middleware.js';
+import { HealthController } from './health/health.controller.js';
 import { LotteryController } from './lottery/lottery.controller.js';
 import { LotteryService } from './lottery/lottery.service.js';
+import { MetricsController } from './metrics/metrics.controller.js';
+import { PROMETHEUS_EXPORTER, prometheusMetrics } from './metrics/prometheus-metrics.js';
 import { ProductsController } from './products/products.controller.js';
 import { ProductsService } from './products/products.service.js';
 import { MemoryStateStore } from './state/memory-state.store.js';
@@ -31,7 +35,7 @@ const controllers = [LotteryController, SubmissionsController, ProductsControlle
 
 /**
  * The sample application: a lottery, a submission throttle and a slow product editor, each
- * protected by `@WithLock`.
+ * protected by `@WithLock`, and a `/health` route for probes.
  *
  * @example
  * ```ts
@@ -41,6 +45,8 @@ const controllers = [LotteryController, SubmissionsController, ProductsControlle
 @Module({})
 export class AppModule implements NestModule {
   static forRoot({ redisUrl, keyPrefix = 'sample:' }: AppOptions = {}): DynamicModule {
+    // Before LockModule boots: it takes the meter provider registered then (see GET /metrics).
+    const metrics: Provider = { provide: PROMETHEUS_EXPORTER, useValue: prometheusMetrics() };
     const locks = redisUrl
       ? LockModule.forRoot({ redis: redisUrl, keyPrefix: `${keyPrefix}lock:` })
       : LockModule.forRoot({ store: 'memory' });
@@ -51,13 +57,13 @@ export class AppModule implements NestModule {
     };
     return {
       module: AppModule,
-      imports: [locks],
-      controllers,
-      providers: [state, LotteryService, SubmissionsService, ProductsService],
+      imports: [locks, TerminusModule.forRoot({ logger: false })],
+      controllers: [...controllers, MetricsController, HealthController],
+      providers: [state, metrics, LotteryService, SubmissionsService, ProductsService],
     };
   }
 
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(servedBy).forRoutes(...controllers);
+    consumer.apply(servedBy).forRoutes(...controllers, MetricsController);
   }
 }
