@@ -19,4 +19,7 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.js',
   testTimeout: 30000,
+  // A cache of this checkout's own: one shared by several checkouts of the project (in /tmp
+  // by default) has served a module transformed from another checkout's older source.
+  cacheDirectory: '<rootDir>/node_modules/.cache/jest',
 };

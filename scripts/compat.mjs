@@ -3,10 +3,12 @@
  * Packaging proof: `npm run test:compat`.
  *
  * Proves that the package as published (the `npm pack` tarball, not the source tree) installs
- * and works in two throwaway apps against a real, throwaway Redis:
+ * and works in throwaway apps against a real, throwaway Redis:
  *
- *   - an ES-module app on Nest 12 that `import`s the library by name, and
- *   - a CommonJS app on Nest 11 that `require()`s it (through Node's require(esm)),
+ *   - an ES-module app on Nest 12 that `import`s the library by name,
+ *   - a CommonJS app on Nest 11 that `require()`s it (through Node's require(esm)), and
+ *   - an ES-module app on Nest 12 with node-redis and no ioredis at all (every client package
+ *     is an optional peer, loaded on use), and one with Valkey GLIDE alone,
  *
  * so that the `exports` map, the files list, the peer ranges and the ESM/CJS interop with each
  * Nest major hold. Each app boots `LockModule.forRoot()`, runs one `@WithLock` method and one
@@ -27,19 +29,61 @@ const INSTALL_TIMEOUT_MS = 300_000;
 
 /**
  * @typedef {object} App
- * @property {'esm' | 'cjs'} kind
+ * @property {'esm' | 'cjs' | 'node-redis' | 'glide'} kind
  * @property {string} title
  * @property {string} nest the range of `@nestjs/common` and `@nestjs/core` it installs
- * @property {string} ioredis the range of `ioredis` it installs
+ * @property {string} client the Redis client package it installs (and no other)
+ * @property {string} clientRange the range of that package it installs
+ * @property {string} [redisClient] the `redisClient` module option it gives
+ * @property {string} [terminus] the range of `@nestjs/terminus` it installs, to check the
+ *   lock store's health through terminus's own `HealthCheckService`
  * @property {string} file its source file
  * @property {'module'} [type] its package.json `type`
  */
 
 /** @type {App[]} */
 const APPS = [
-  // Between them the two apps cover both Nest majors and both ioredis majors of the peer ranges.
-  { kind: 'esm', title: 'ESM app', nest: '^12', ioredis: '^6', file: 'app.mjs', type: 'module' },
-  { kind: 'cjs', title: 'CommonJS app', nest: '^11', ioredis: '^5', file: 'app.cjs' },
+  // Between them the apps cover both Nest majors, both ioredis majors of the peer ranges, and
+  // apps whose only client is node-redis or GLIDE.
+  {
+    kind: 'esm',
+    title: 'ESM app',
+    nest: '^12',
+    client: 'ioredis',
+    clientRange: '^6',
+    terminus: '^12',
+    file: 'app.mjs',
+    type: 'module',
+  },
+  {
+    kind: 'cjs',
+    title: 'CommonJS app',
+    nest: '^11',
+    client: 'ioredis',
+    clientRange: '^5',
+    terminus: '^11',
+    file: 'app.cjs',
+  },
+  {
+    kind: 'node-redis',
+    title: 'ESM app on node-redis alone',
+    nest: '^12',
+    client: 'redis',
+    clientRange: '^6',
+    redisClient: 'node-redis',
+    file: 'app.mjs',
+    type: 'module',
+  },
+  {
+    kind: 'glide',
+    title: 'ESM app on Valkey GLIDE alone',
+    nest: '^12',
+    client: '@valkey/valkey-glide',
+    clientRange: '^2.3',
+    redisClient: 'glide',
+    file: 'app.mjs',
+    type: 'module',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -158,29 +202,53 @@ async function startRedis() {
 
 /**
  * The app's source: the same checks, written once, with ESM or CommonJS imports on top.
- * @param {App['kind']} kind
+ * @param {App} app
  */
-function appSource(kind) {
+function appSource({ kind, type, client, redisClient, terminus }) {
   const imports =
-    kind === 'esm'
+    type === 'module'
       ? `import 'reflect-metadata';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { LockModule, LockService, WithLock } from 'nestjs-redis-lock';`
+import { LockHealthIndicator, LockModule, LockService, WithLock } from 'nestjs-redis-lock';${
+          terminus ? `\nimport { HealthCheckService, TerminusModule } from '@nestjs/terminus';` : ''
+        }`
       : `require('reflect-metadata');
 const assert = require('node:assert/strict');
 const { readFileSync } = require('node:fs');
 const { Injectable, Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
-const { LockModule, LockService, WithLock } = require('nestjs-redis-lock');`;
-  return `${imports}
+const { LockHealthIndicator, LockModule, LockService, WithLock } = require('nestjs-redis-lock');${
+          terminus
+            ? `\nconst { HealthCheckService, TerminusModule } = require('@nestjs/terminus');`
+            : ''
+        }`;
+  // With terminus: the store's health as terminus's own HealthCheckService reports it.
+  const health = terminus
+    ? `
+    const report = await app
+      .get(HealthCheckService)
+      .check([() => app.get(LockHealthIndicator).isHealthy('locks')]);
+    assert.equal(report.status, 'ok');
+    assert.equal(report.info.locks.status, 'up');
+    console.log(\`@nestjs/terminus \${versionOf('@nestjs/terminus')}: locks \${report.info.locks.status}\`);`
+    : '';
+  // The app on another client proves that nothing loads ioredis, which it lacks.
+  const absent =
+    client === 'ioredis'
+      ? ''
+      : `
+import { createRequire } from 'node:module';
+assert.throws(() => createRequire(import.meta.url).resolve('ioredis'), /Cannot find module/);
+console.log('ioredis: not installed');`;
+  return `${imports}${absent}
 
 const PREFIX = 'compat:${kind}:';
 const versionOf = (name) =>
   JSON.parse(readFileSync(\`node_modules/\${name}/package.json\`, 'utf8')).version;
-console.log(\`node \${process.version}, @nestjs/core \${versionOf('@nestjs/core')}, ioredis \${versionOf('ioredis')}\`);
+console.log(\`node \${process.version}, @nestjs/core \${versionOf('@nestjs/core')}, ${client} \${versionOf('${client}')}\`);
 
 // Decorators applied by hand, as TypeScript would emit them.
 let Draws = class Draws {
@@ -198,8 +266,19 @@ Object.defineProperty(Draws.prototype, 'draw', Reflect.decorate([WithLock('draw:
 Draws = Reflect.decorate([Injectable(), Reflect.metadata('design:paramtypes', [LockService])], Draws);
 
 let AppModule = class AppModule {};
-const lockModule = LockModule.forRoot({ redis: process.env.REDIS_URL, keyPrefix: PREFIX });
-AppModule = Reflect.decorate([Module({ imports: [lockModule], providers: [Draws] })], AppModule);
+const lockModule = LockModule.forRoot({
+  redis: process.env.REDIS_URL,
+  keyPrefix: PREFIX,${redisClient ? `\n  redisClient: '${redisClient}',` : ''}
+});
+AppModule = Reflect.decorate(
+  [
+    Module({
+      imports: [lockModule${terminus ? ', TerminusModule' : ''}],
+      providers: [Draws],
+    }),
+  ],
+  AppModule,
+);
 
 async function main() {
   const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
@@ -209,7 +288,7 @@ async function main() {
     console.log(\`@WithLock: draw(42) ran under lock \${key}\`);
     const token = await app.get(LockService).using('k', (lock) => lock?.fencingToken);
     assert.equal(typeof token, 'number', 'using() gave no lock with a numeric fencingToken');
-    console.log(\`LockService.using: fencing token \${token}\`);
+    console.log(\`LockService.using: fencing token \${token}\`);${health}
   } finally {
     await app.close();
   }
@@ -239,13 +318,14 @@ async function createApp(app, tarball, tempRoot) {
       'nestjs-redis-lock': `file:${tarball}`,
       '@nestjs/common': app.nest,
       '@nestjs/core': app.nest,
-      ioredis: app.ioredis,
+      [app.client]: app.clientRange,
+      ...(app.terminus && { '@nestjs/terminus': app.terminus }),
       'reflect-metadata': '*',
       rxjs: '^7',
     },
   };
   writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
-  writeFileSync(join(dir, app.file), appSource(app.kind));
+  writeFileSync(join(dir, app.file), appSource(app));
   await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
   return dir;
 }
@@ -262,7 +342,7 @@ async function runApp(app, dir, redisUrl) {
     const manifest = /** @type {{ version: string }} */ (parseJson(readFileSync(file, 'utf8')));
     return manifest.version;
   };
-  const nest = `Nest ${version('@nestjs/core')} and ioredis ${version('ioredis')}`;
+  const nest = `Nest ${version('@nestjs/core')} and ${app.client} ${version(app.client)}`;
   const options = {
     cwd: dir,
     env: { ...process.env, REDIS_URL: redisUrl },

@@ -1,13 +1,18 @@
 /**
- * `npm run safety`: the full-size run of the multi-process safety checker (issue 6). Starts its
- * own redis-server, runs the workers and the nemesis for a few minutes, prints the summary, and
+ * `npm run safety`: the full-size run of the multi-process safety checker. Starts its own
+ * redis-server, runs the workers and the nemesis for a few minutes, prints the summary, and
  * exits non-zero on any violation. Needs the built library (`npm run build`).
  *
  * Options: --workers N (default 8), --duration S (default 150), --ttl MS (default 400),
  * --unfenced-reads (the resource fences writes only, as `writeFenced` does), --json,
  * --faults a,b,c (the faults to cycle through; default: all of the mode's). The single-Redis
- * mode's faults are kill, stop, restart (aimed at the holder) and lag, kill-waiter, short-ttl
- * (aimed at the waiters of the fair handover), with --lag MIN-MAX (ms, default 1000-3000).
+ * mode's faults are kill, stop, drain (SIGTERM: the holder's app drains, finishing its section
+ * under the lock), restart (aimed at the holder) and lag, kill-waiter, short-ttl (aimed at the
+ * waiters of the fair handover) and leader (every worker stands in a leader election, whose
+ * leader resigns, is SIGTERMed, killed or paused in turn: see test/safety/checker/leader.mjs),
+ * with --lag MIN-MAX (ms, default 1000-3000). On a mutex it also
+ * checks that the lock goes to the callers in the order they took their places in line, and
+ * reports the share of grants in that order.
  * --redlock runs the RedLock mode instead: the checker starts --masters N redis-servers
  * (default 5) and stops them at the end, the workers use them with --node-timeout MS (default
  * 100), and the faults are kill, stop and restarts of a minority and of a majority of them.
@@ -15,17 +20,27 @@
  * permits or a read-write lock instead of a mutex, checked for never more than N inside, or a
  * writer with anyone.
  * --callers N runs N callers in each worker process (default 1), so that a release often hands
- * the lock to a caller of its own process (the same-process handover); kill-waiter is then left
- * out of the default faults.
+ * the lock to a caller of its own process (the same-process handover), the arrival order is
+ * checked across callers of one process as across processes, and a drained worker has calls to
+ * refuse; kill-waiter is then left out of the default faults.
  * --zookeeper runs the ZooKeeper mode: a ZooKeeper server of its own, which the faults kill
- * holders on, pause them, restart it, and cut holders off until their session expires.
+ * holders on, pause them, drain them, restart it, and cut holders off until their session
+ * expires; and `leader`, as above (not in the RedLock mode, which refuses elections).
  * --zookeeper --ensemble runs it on a 3-server ensemble of its own instead, whose members reach
  * each other through proxies: the workers reach the followers, and instead of the restart a
  * fault cuts a holder's follower off from the others while it still serves.
+ * --postgres runs the PostgreSQL mode: a throwaway PostgreSQL of its own (initdb, pg_ctl), which
+ * the faults kill holders on, pause them, drain them, restart it (with its data), cut holders
+ * off until their lease ran out (`expire`), and terminate their connections (`terminate`).
+ * --client ioredis|iovalkey|node-redis|glide runs the single-Redis mode's workers on that client
+ * library (default ioredis), each passing the module a client of its own.
  */
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SafetyChecker } from '../test/safety/checker/checker.mjs';
 import { formatSummary } from '../test/safety/checker/analyze.mjs';
+import { PostgresServer } from '../test/support/postgres-server.js';
+import { CHECKER_CLIENTS } from '../test/safety/checker/watched-clients.mjs';
 import { assertRedisServerInstalled, RedisServer } from '../test/support/redis-server.js';
 import {
   PARTITION_SYNC_LIMIT,
@@ -42,6 +57,7 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     redlock: { type: 'boolean', default: false },
     zookeeper: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false },
     ensemble: { type: 'boolean', default: false },
     masters: { type: 'string', default: '5' },
     'node-timeout': { type: 'string', default: '100' },
@@ -49,8 +65,30 @@ const { values } = parseArgs({
     lag: { type: 'string', default: '1000-3000' },
     kind: { type: 'string', default: 'mutex' },
     callers: { type: 'string', default: '1' },
+    client: { type: 'string', default: 'ioredis' },
   },
 });
+const client = /** @type {import('../test/safety/checker/watched-clients.mjs').CheckerClient} */ (
+  values.client
+);
+if (!CHECKER_CLIENTS.includes(client)) {
+  throw new Error(`--client ${values.client}: one of ${CHECKER_CLIENTS.join(', ')}`);
+}
+if (client !== 'ioredis' && (values.redlock || values.zookeeper)) {
+  throw new Error(`--client ${client} goes with the single-Redis mode only`);
+}
+// iovalkey runs on the ioredis adapter (the same API); the others on an adapter of their own.
+const adapter = {
+  ioredis: 'ioredis',
+  iovalkey: 'ioredis',
+  'node-redis': 'node-redis',
+  glide: 'glide',
+}[client];
+if (!existsSync(new URL(`../dist/store/redis/${adapter}/`, import.meta.url))) {
+  throw new Error(
+    `--client ${client}: this build has no ${adapter} adapter (dist/store/redis/${adapter}/)`,
+  );
+}
 const [lagMin, lagMax] = values.lag.split('-').map(Number);
 const kind = values.kind.startsWith('semaphore:')
   ? { limit: Number(values.kind.slice('semaphore:'.length)) }
@@ -60,7 +98,7 @@ const kind = values.kind.startsWith('semaphore:')
 if (!kind && values.kind !== 'mutex')
   throw new Error(`--kind ${values.kind}: mutex, semaphore:N or rw`);
 
-if (!values.zookeeper) assertRedisServerInstalled();
+if (!values.zookeeper && !values.postgres) assertRedisServerInstalled();
 // The RedLock mode's masters are the checker's own; the single-Redis mode's server is ours, and
 // so is the ZooKeeper mode's.
 if (values.ensemble && !values.zookeeper) throw new Error('--ensemble goes with --zookeeper');
@@ -68,12 +106,15 @@ const ensemble = values.ensemble
   ? await ZooKeeperEnsemble.start(3, { syncLimit: PARTITION_SYNC_LIMIT, partitionable: true })
   : undefined;
 const zookeeper = values.zookeeper && !ensemble ? await ZooKeeperServer.start() : undefined;
-const redis = values.redlock || values.zookeeper ? undefined : await RedisServer.start();
+const postgres = values.postgres ? await PostgresServer.start() : undefined;
+const redis =
+  values.redlock || values.zookeeper || values.postgres ? undefined : await RedisServer.start();
 /** @returns {Partial<import('../test/safety/checker/checker.mjs').CheckerOptions>} */
 function mode() {
   if (ensemble) return { zookeeper: { ensemble } };
   if (zookeeper) return { zookeeper: { server: zookeeper } };
-  if (redis) return { redis };
+  if (postgres) return { postgres: { server: postgres } };
+  if (redis) return { redis, client };
   return {
     redlock: { masters: Number(values.masters), nodeTimeout: Number(values['node-timeout']) },
   };
@@ -107,6 +148,7 @@ try {
 } finally {
   await redis?.stop();
   await zookeeper?.stop();
+  await postgres?.stop();
   await ensemble?.stop();
 }
 process.exitCode = exitCode;
