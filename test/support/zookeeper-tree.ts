@@ -1,4 +1,5 @@
 import zookeeper, { type Client, type Stat } from 'node-zookeeper-client';
+import { boundHandshakes } from './zookeeper-handshake.js';
 
 /**
  * A plain ZooKeeper client beside the library's, to look at the tree behind its back: which
@@ -12,6 +13,7 @@ export class ZooKeeperTree {
     // an expired client answers nothing more.
     const client = zookeeper.createClient(connectionString, { sessionTimeout: 20_000 });
     const connected = new Promise<void>((resolve) => client.once('connected', resolve));
+    boundHandshakes(client, 2_000);
     client.connect();
     await connected;
     return new ZooKeeperTree(client);

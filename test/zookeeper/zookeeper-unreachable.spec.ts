@@ -9,6 +9,7 @@ import {
 } from '../../src/index.js';
 import { freePort } from '../support/redis-server.js';
 import { sleep } from '../support/lock-app.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
 
 /** Every line the app logs, with its level. */
@@ -89,6 +90,27 @@ describe('ZooKeeper that cannot be reached', () => {
       await attempt;
     } finally {
       await module.close();
+    }
+  });
+
+  it('connects again when the server takes the first connection and never answers its handshake', async () => {
+    // A server still starting after a restart can accept a connection and never read it; the
+    // ZooKeeper client library would wait for the answer forever.
+    const server = await ZooKeeperServer.start();
+    const proxy = await TcpProxy.start(server.port);
+    proxy.stall((connection) => connection === 1);
+    const root = `/reach-${randomBytes(4).toString('hex')}`;
+    const module = await boot({
+      zookeeper: { connectionString: `127.0.0.1:${proxy.port}`, root, sessionTimeout: 3000 },
+      commandTimeout: 20_000,
+    });
+    try {
+      const lock = await module.get(LockService).acquire('x');
+      expect(await lock.release()).toBe(true);
+    } finally {
+      await module.close();
+      await proxy.stop();
+      await server.stop();
     }
   });
 

@@ -150,6 +150,8 @@ export class ZooKeeperSession {
     });
     client.connect();
     this.client = client;
+    // The first handshake too: an app may boot while its server restarts.
+    this.watchHandshake(client);
     this.watchUnreachable(client);
     return client;
   }

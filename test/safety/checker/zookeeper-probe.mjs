@@ -4,6 +4,7 @@
  * tell when a killed holder's node is gone, and that nothing is left at the end.
  */
 import zookeeper from 'node-zookeeper-client';
+import { boundHandshakes } from '../../support/zookeeper-handshake.js';
 
 /** @param {unknown} error */
 const codeOf = (error) => /** @type {{ code?: number } | null} */ (error)?.code;
@@ -21,6 +22,8 @@ export class ZooKeeperProbe {
   static async connect(connectionString) {
     const client = zookeeper.createClient(connectionString, { sessionTimeout: 10_000 });
     const connected = new Promise((resolve) => client.once('connected', () => resolve(undefined)));
+    // The probe reads the tree right after the checker restarted the server.
+    boundHandshakes(client, 2_000);
     client.connect();
     await connected;
     return new ZooKeeperProbe(client);
