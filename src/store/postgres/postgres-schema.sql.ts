@@ -96,6 +96,14 @@ $fn$;
 }
 
 /**
+ * How many of a semaphore's permits the row of `column`'s token takes: the `x<permits>` of its
+ * kind tag (`s<limit>x<permits>.`), 1 for every other token.
+ */
+function permitsOf(column: string): string {
+  return `coalesce(substring(${column} FROM '^s[0-9]+x([0-9]+)[.]')::integer, 1)`;
+}
+
+/**
  * Gives free room on a key to its line in order, for as long as the next live waiter fits
  * beside the holders (a writer stops the readers behind it, a waiter of another family the
  * whole line until the key is free): to `successor` (a caller of the releaser's own process,
@@ -112,6 +120,7 @@ DECLARE
   v_fence bigint;
   v_count integer;
   v_writers integer;
+  v_permits integer;
   v_family text;
 BEGIN
   FOR w IN SELECT * FROM ${n.queue} WHERE key = p_key ORDER BY position LOOP
@@ -119,10 +128,11 @@ BEGIN
       DELETE FROM ${n.queue} WHERE key = p_key AND token = w.token;
       CONTINUE;
     END IF;
-    SELECT count(*), count(*) FILTER (WHERE kind = 'w'), min(family)
-      INTO v_count, v_writers, v_family FROM ${n.holders} WHERE key = p_key;
+    SELECT count(*), count(*) FILTER (WHERE kind = 'w'), min(family),
+           coalesce(sum(${permitsOf('token')}), 0)
+      INTO v_count, v_writers, v_family, v_permits FROM ${n.holders} WHERE key = p_key;
     EXIT WHEN v_count > 0 AND v_family <> w.family;
-    EXIT WHEN NOT CASE w.kind WHEN 's' THEN v_count < w.lim
+    EXIT WHEN NOT CASE w.kind WHEN 's' THEN v_permits + ${permitsOf('w.token')} <= w.lim
                               WHEN 'r' THEN v_writers = 0
                               ELSE v_count = 0 END;
     DELETE FROM ${n.queue} WHERE key = p_key AND token = w.token;
@@ -193,7 +203,8 @@ ${sweepSql(n)}  DELETE FROM ${n.holders} WHERE key = p_key AND expires_at <= v_n
   END IF;
   IF value IS NULL AND NOT v_waiting AND (
     SELECT count(*) FILTER (WHERE family <> p_family) = 0 AND
-      CASE p_kind WHEN 's' THEN count(*) < p_limit
+      CASE p_kind WHEN 's' THEN coalesce(sum(${permitsOf('token')}), 0) +
+                                  ${permitsOf('p_token')} <= p_limit
                   WHEN 'r' THEN count(*) FILTER (WHERE kind = 'w') = 0
                   ELSE count(*) = 0 END
     FROM ${n.holders} WHERE key = p_key

@@ -69,9 +69,7 @@ export class PostgresLockStore implements LockStore {
       throttle: true,
       kinds: true,
       keepAlive: 'ttl',
-      permits: false,
       handles: true,
-      why: { permits: ': a holder of a semaphore takes one permit there' },
     };
     const pg = loadPg();
     const { postgres, commandTimeout } = options;
