@@ -1,7 +1,8 @@
 import type { PostgresClient, PostgresPool } from './postgres-client.js';
 import { postgresNames, type PostgresNames } from './postgres-names.js';
 import { tableNamesOf } from './postgres.options.js';
-import { schemaParts, type SchemaPart } from './postgres-schema.sql.js';
+import { schemaParts } from './postgres-schema.sql.js';
+import type { SchemaPart } from './postgres-tables.sql.js';
 
 /**
  * Creates the library's schema, tables, sequence and functions, those that are missing. An
