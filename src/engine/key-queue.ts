@@ -139,6 +139,11 @@ export class KeyQueue {
     return true;
   }
 
+  /** The store could not be reached for the key: each waiter's last word from it, for now. */
+  unreachableFor(error: LockConnectionError): void {
+    for (const waiter of this.waiters) this.unreachable.set(waiter, error);
+  }
+
   /** Fails every waiting caller with the error `errorOf` it. */
   failAll(errorOf: (waiter: Waiter) => unknown): void {
     this.places.stop();

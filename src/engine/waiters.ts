@@ -1,4 +1,4 @@
-import type { LockConnectionError } from '../lock.errors.js';
+import { LockConnectionError } from '../lock.errors.js';
 import type { LockStore } from '../store/lock-store.interface.js';
 import { KeyQueue } from './key-queue.js';
 import type { Waiter } from './waiter.js';
@@ -13,6 +13,10 @@ export type { Waiter } from './waiter.js';
 const LINGER = 5_000;
 const MAX_IDLE = 256;
 
+/** First and largest delay before a failed subscription is tried again, in ms. */
+const RESUBSCRIBE_FIRST = 100;
+const RESUBSCRIBE_MAX = 1_000;
+
 /**
  * Where the callers of this process wait for held locks: a {@link KeyQueue} per key, and the
  * subscription to the key's release messages that feeds it.
@@ -23,6 +27,8 @@ export class Waiters {
   private readonly idle = new Map<KeyQueue, NodeJS.Timeout>();
   /** How to end each queue's subscription. */
   private readonly subscriptions = new Map<KeyQueue, () => void>();
+  /** Queues whose subscription failed, and the timer of their next try. */
+  private readonly resubscribing = new Map<KeyQueue, NodeJS.Timeout>();
 
   /** @param queueing the store keeps a queue of waiters (fair mode) */
   constructor(
@@ -132,8 +138,19 @@ export class Waiters {
       (tokens) => void this.store.keepPlaces(key, tokens).catch(() => undefined),
     );
     this.queues.set(key, queue);
+    this.subscribe(queue, RESUBSCRIBE_FIRST);
+    return queue;
+  }
+
+  /**
+   * Subscribes the queue to its key's messages. A subscription that the store could not make
+   * (a failover, a restart, a cut connection) costs the waiters time, not their wait: it is
+   * tried again, more slowly each time, for as long as callers wait, each until its own
+   * deadline, which then fails it with that error.
+   */
+  private subscribe(queue: KeyQueue, retryIn: number): void {
     this.store
-      .subscribe(key, (event) => queue.heard(event))
+      .subscribe(queue.key, (event) => queue.heard(event))
       .then(
         (unsubscribe) => {
           if (queue.closed) {
@@ -143,9 +160,22 @@ export class Waiters {
           this.subscriptions.set(queue, unsubscribe);
           queue.start();
         },
-        (error: unknown) => this.fail(queue, () => error),
+        (error: unknown) => {
+          if (queue.closed) return;
+          if (!(error instanceof LockConnectionError) || queue.waiters.length === 0) {
+            this.fail(queue, () => error);
+            return;
+          }
+          queue.unreachableFor(error);
+          const timer = setTimeout(() => {
+            this.resubscribing.delete(queue);
+            if (queue.waiters.length === 0) this.end(queue);
+            else this.subscribe(queue, Math.min(2 * retryIn, RESUBSCRIBE_MAX));
+          }, retryIn);
+          timer.unref();
+          this.resubscribing.set(queue, timer);
+        },
       );
-    return queue;
   }
 
   /** Fails the queue's waiters, each with the error `errorOf` it, and ends its subscription. */
@@ -173,6 +203,8 @@ export class Waiters {
     queue.stop();
     clearTimeout(this.idle.get(queue));
     this.idle.delete(queue);
+    clearTimeout(this.resubscribing.get(queue));
+    this.resubscribing.delete(queue);
     if (this.queues.get(queue.key) === queue) this.queues.delete(queue.key);
     this.subscriptions.get(queue)?.();
     this.subscriptions.delete(queue);

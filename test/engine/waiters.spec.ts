@@ -1,5 +1,7 @@
 import { RedisServer } from '../support/redis-server.js';
-import { LockNotAcquiredError } from '../../src/index.js';
+import { LockConnectionError, LockNotAcquiredError } from '../../src/index.js';
+import { LOCK_ENGINE } from '../../src/lock.constants.js';
+import type { LockStore } from '../../src/store/lock-store.interface.js';
 import {
   bootLockApp,
   commandCalls,
@@ -43,6 +45,30 @@ describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
     const afterAcquire = await attempts();
     expect(afterAcquire - beforeRelease).toBeLessThanOrEqual(3);
     await lock.release();
+  });
+
+  it('keeps waiting through subscriptions that fail (a failover), and is woken once one is made', async () => {
+    const app = await bootLockApp({ redis: server.url, fair });
+    const store = app.module.get<{ store: LockStore }>(LOCK_ENGINE).store;
+    const subscribe = store.subscribe.bind(store);
+    let failures = 0;
+    store.subscribe = (key, onEvent) => {
+      if (failures === 2) return subscribe(key, onEvent);
+      failures++;
+      return Promise.reject(new LockConnectionError('cut', 'subscribe failed: Socket closed'));
+    };
+    try {
+      const held = await holder.locks.acquire('resubscribe', { ttl: 60_000 });
+      const waited = app.locks.acquire('resubscribe', { waitTimeout: 30_000 });
+      for (let tries = 0; failures < 2 && tries < 200; tries++) await sleep(10);
+      await sleep(500);
+      await held.release();
+      const lock = await waited;
+      expect(failures).toBe(2);
+      await lock.release();
+    } finally {
+      await app.close();
+    }
   });
 
   it('keeps a subscription for the next wait on the key, then ends it', async () => {
