@@ -7,9 +7,11 @@
  *   no TTL, no fencing, no queue, and a connection held per holder and per waiter);
  * - the `advisory-lock` package: the same functions on a new connection per lock, as it does.
  *
- * Two workloads: uncontended (one caller acquires and releases one key in a loop: latency of
- * the pair) and contended (8 instances, 2 callers each, take turns on one key: hand-overs per
- * second). For this library an instance is a Nest application context with its own pool and
+ * Three workloads: uncontended (one caller acquires and releases one key in a loop: latency of
+ * the pair), contended (8 instances, 2 callers each, take turns on one key: hand-overs per
+ * second) and wake-up (an instance's caller waits while another instance holds: the time from
+ * the end of the holder's work to the start of the waiter's, through the release, the notice
+ * and the waiter's attempt; for the floor, the unlock and the server waking the blocked call). For this library an instance is a Nest application context with its own pool and
  * listener; for the floors, a pool of its own, or nothing. Progress on stderr, the markdown
  * report on stdout, the figures in bench/results/postgres.json.
  */
@@ -32,13 +34,16 @@ const UNCONTENDED_ROUNDS = 1_000;
 const WARMUP_ROUNDS = 100;
 const CONTENDED_MS = 4_000;
 const INSTANCES = 8;
+const WAKE_ROUNDS = 200;
+/** How long the waiter is given to take its place in line before the holder lets go. */
+const QUEUE_MS = 20;
 const CALLERS_PER_INSTANCE = 2;
 
 /** One way to lock: a factory of instances, each of which runs `fn` under the lock on `key`. */
 interface Contender {
   name: string;
   instances(count: number): Promise<{
-    run: ((key: string, fn: () => void) => Promise<void>)[];
+    run: ((key: string, fn: () => void | Promise<void>) => Promise<void>)[];
     close: () => Promise<void>;
   }>;
 }
@@ -46,6 +51,7 @@ interface Contender {
 interface Figures {
   uncontended: { medianMs: number; p99Ms: number; pairsPerSecond: number };
   contended: { handoversPerSecond: number; callers: number };
+  wakeUp: { medianMs: number; p99Ms: number };
 }
 
 const started = now();
@@ -88,7 +94,7 @@ function advisoryFloor(url: string): Contender {
           const client = await pool.connect();
           try {
             await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
-            fn();
+            await fn();
             await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
           } finally {
             client.release();
@@ -167,17 +173,50 @@ async function contended(contender: Contender): Promise<Figures['contended']> {
   }
 }
 
+/** A promise and the function that resolves it. */
+function signal(): { done: Promise<void>; fire: () => void } {
+  let fire = (): void => undefined;
+  const done = new Promise<void>((resolve) => (fire = resolve));
+  return { done, fire };
+}
+
+async function wakeUp(contender: Contender): Promise<Figures['wakeUp']> {
+  const { run, close } = await contender.instances(2);
+  try {
+    const times: number[] = [];
+    for (let i = 0; i < WAKE_ROUNDS; i++) {
+      const [entered, letGo] = [signal(), signal()];
+      let [releasedAt, wokenAt] = [0, 0];
+      const holder = run[0]('wake', async () => {
+        entered.fire();
+        await letGo.done;
+        releasedAt = now();
+      });
+      await entered.done;
+      const waiter = run[1]('wake', () => void (wokenAt = now()));
+      await new Promise((resolve) => setTimeout(resolve, QUEUE_MS));
+      letGo.fire();
+      await Promise.all([holder, waiter]);
+      times.push(wokenAt - releasedAt);
+    }
+    return { medianMs: round(median(times), 3), p99Ms: round(percentile(times, 99), 3) };
+  } finally {
+    await close();
+  }
+}
+
 function report(results: [string, Figures][]): string {
   const [, ours] = results[0];
   const vs = (value: number, base: number) => `${round(value / base, 1)}×`;
   return [
-    '| | uncontended pair, median | p99 | pairs/s | contended hand-overs/s (8 instances × 2 callers) |',
-    '| --- | --- | --- | --- | --- |',
+    '| | uncontended pair, median | p99 | pairs/s | contended hand-overs/s (8 instances × 2 callers) | wake-up after release, median | p99 |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
     ...results.map(
-      ([name, { uncontended: u, contended: c }]) =>
+      ([name, { uncontended: u, contended: c, wakeUp: w }]) =>
         `| ${name} | ${u.medianMs} ms (${vs(u.medianMs, ours.uncontended.medianMs)}) | ` +
         `${u.p99Ms} ms | ${u.pairsPerSecond} | ${c.handoversPerSecond} ` +
-        `(${vs(c.handoversPerSecond, ours.contended.handoversPerSecond)}) |`,
+        `(${vs(c.handoversPerSecond, ours.contended.handoversPerSecond)}) | ` +
+        `${w.medianMs} ms (${vs(w.medianMs, ours.wakeUp.medianMs)}) | ${w.p99Ms} ms |`,
     ),
   ].join('\n');
 }
@@ -196,7 +235,9 @@ async function main(): Promise<void> {
       const u = await uncontended(contender);
       progress(`${contender.name}: contended`);
       const c = await contended(contender);
-      results.push([contender.name, { uncontended: u, contended: c }]);
+      progress(`${contender.name}: wake-up`);
+      const w = await wakeUp(contender);
+      results.push([contender.name, { uncontended: u, contended: c, wakeUp: w }]);
     }
     console.log(report(results));
     await mkdir(RESULTS_DIR, { recursive: true });
