@@ -143,10 +143,12 @@ export class Waiters {
   }
 
   /**
-   * Subscribes the queue to its key's messages. A subscription that the store could not make
-   * (a failover, a restart, a cut connection) costs the waiters time, not their wait: it is
-   * tried again, more slowly each time, for as long as callers wait, each until its own
-   * deadline, which then fails it with that error.
+   * Subscribes the queue to its key's messages. A subscription that the connection failed (a
+   * failover, a restart, a cut connection) costs the waiters time, not their wait: they are
+   * served as if a release message had been lost, by the fallback re-check, while the
+   * subscription is tried again, more slowly each time; a caller whose deadline comes first
+   * fails with that error. A refusal by the server (a missing channel permission, say) fails
+   * the waiters at once.
    */
   private subscribe(queue: KeyQueue, retryIn: number): void {
     this.store
@@ -162,11 +164,12 @@ export class Waiters {
         },
         (error: unknown) => {
           if (queue.closed) return;
-          if (!(error instanceof LockConnectionError) || queue.waiters.length === 0) {
+          if (!connectionFailed(error) || queue.waiters.length === 0) {
             this.fail(queue, () => error);
             return;
           }
           queue.unreachableFor(error);
+          if (!queue.subscribed) queue.start();
           const timer = setTimeout(() => {
             this.resubscribing.delete(queue);
             if (queue.waiters.length === 0) this.end(queue);
@@ -209,4 +212,17 @@ export class Waiters {
     this.subscriptions.get(queue)?.();
     this.subscriptions.delete(queue);
   }
+}
+
+/**
+ * Whether a call failed because the connection did (no answer in time, a closed, reset or
+ * refused connection), which a later try may get through, rather than by the server's refusal.
+ */
+function connectionFailed(error: unknown): error is LockConnectionError {
+  if (!(error instanceof LockConnectionError)) return false;
+  const { cause } = error;
+  return (
+    cause.name === 'TimeoutError' ||
+    /closed|ended|reset|refused|ECONN|EPIPE|socket|connect|timed? ?out/i.test(cause.message)
+  );
 }

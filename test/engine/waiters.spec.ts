@@ -47,25 +47,65 @@ describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
     await lock.release();
   });
 
-  it('keeps waiting through subscriptions that fail (a failover), and is woken once one is made', async () => {
+  /** An app whose store fails its subscriptions with `failure` until `failures` ran out. */
+  const failingSubscriptions = async (failure: () => Error, failures = Infinity) => {
     const app = await bootLockApp({ redis: server.url, fair });
     const store = app.module.get<{ store: LockStore }>(LOCK_ENGINE).store;
     const subscribe = store.subscribe.bind(store);
-    let failures = 0;
+    const failed = { count: 0 };
     store.subscribe = (key, onEvent) => {
-      if (failures === 2) return subscribe(key, onEvent);
-      failures++;
-      return Promise.reject(new LockConnectionError('cut', 'subscribe failed: Socket closed'));
+      if (failed.count === failures) return subscribe(key, onEvent);
+      failed.count++;
+      return Promise.reject(failure());
     };
+    return { app, failed };
+  };
+  const socketClosed = () =>
+    new LockConnectionError('cut', 'subscribe failed: Socket closed unexpectedly', {
+      cause: new Error('Socket closed unexpectedly'),
+    });
+
+  it('keeps waiting through subscriptions that fail (a failover), and is woken once one is made', async () => {
+    const { app, failed } = await failingSubscriptions(socketClosed, 2);
     try {
       const held = await holder.locks.acquire('resubscribe', { ttl: 60_000 });
       const waited = app.locks.acquire('resubscribe', { waitTimeout: 30_000 });
-      for (let tries = 0; failures < 2 && tries < 200; tries++) await sleep(10);
+      for (let tries = 0; failed.count < 2 && tries < 200; tries++) await sleep(10);
       await sleep(500);
       await held.release();
-      const lock = await waited;
-      expect(failures).toBe(2);
-      await lock.release();
+      await (await waited).release();
+      expect(failed.count).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('gets the lock by the fallback re-check while no subscription can be made', async () => {
+    const { app, failed } = await failingSubscriptions(socketClosed);
+    try {
+      const held = await holder.locks.acquire('deaf', { ttl: 60_000 });
+      const waited = app.locks.acquire('deaf', { waitTimeout: 30_000 });
+      await sleep(300);
+      await held.release();
+      await (await waited).release();
+      expect(failed.count).toBeGreaterThan(1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('fails the waiter at once when the server refuses the subscription', async () => {
+    const refused = () =>
+      new LockConnectionError('acl', 'subscribe failed: NOPERM no permissions to the channel', {
+        cause: new Error('NOPERM no permissions to access the channel'),
+      });
+    const { app } = await failingSubscriptions(refused);
+    try {
+      const held = await holder.locks.acquire('refused', { ttl: 60_000 });
+      await expect(app.locks.acquire('refused', { waitTimeout: 600_000 })).rejects.toThrow(
+        'NOPERM',
+      );
+      await held.release();
     } finally {
       await app.close();
     }
