@@ -17,14 +17,26 @@ export function boundHandshakes(client, everyMs) {
     clearInterval(timer);
     timer = undefined;
   };
+  let closed = false;
   const watch = () => {
     stop();
-    timer = setInterval(() => socketOf(client)?.destroy(), everyMs);
+    if (closed) return;
+    timer = setInterval(() => {
+      // A socket still making its TCP connection is left to the client's own timer of it.
+      const socket = socketOf(client);
+      if (socket && !socket.connecting) socket.destroy();
+    }, everyMs);
     timer.unref();
   };
   client.on('connected', stop);
   client.on('disconnected', watch);
   client.on('expired', stop);
+  const close = client.close.bind(client);
+  client.close = () => {
+    closed = true;
+    stop();
+    close();
+  };
   watch();
 }
 

@@ -9,6 +9,8 @@ type ZooKeeperClientModule = typeof import('node-zookeeper-client');
 const CLIENT_PACKAGE = 'node-zookeeper-client';
 /** Longest wait for the server to close the session when the store closes, in ms. */
 const CLOSE_BOUND = 2_000;
+/** Least time a (re)connection's handshake is given before it is cut, in ms. */
+const HANDSHAKE_FLOOR = 1_000;
 
 let clientModule: ZooKeeperClientModule | undefined;
 
@@ -174,7 +176,11 @@ export class ZooKeeperSession {
         clearTimeout(bound);
         resolve();
       };
-      const bound = setTimeout(closed, CLOSE_BOUND);
+      const bound = setTimeout(() => {
+        // No answer (a server that never took the handshake, say): the socket goes too.
+        socketOf(client)?.destroy();
+        closed();
+      }, CLOSE_BOUND);
       client.once('disconnected', closed);
       client.close();
     });
@@ -198,17 +204,20 @@ export class ZooKeeperSession {
    * The client library bounds the TCP connect, but not the session handshake after it: a server
    * that accepts the connection but never answers (one still starting after a restart) would
    * keep the client waiting forever, and every call with it. So, while disconnected, the socket
-   * is cut every third of the session timeout (as often as the library pings), which makes the
-   * library connect again, with the same session.
+   * is cut every third of the session timeout (as often as the library pings; a second at
+   * least, for the server to create a session), which makes the library connect again, with the
+   * same session. A socket still making its TCP connection is left to the library's own timer
+   * of it, which would otherwise cut a later socket.
    */
   private watchHandshake(client: Client): void {
     this.stopHandshakeWatch();
     this.handshakeTimer = setInterval(
       () => {
-        if (this.client !== client) this.stopHandshakeWatch();
-        else socketOf(client)?.destroy();
+        if (this.client !== client) return this.stopHandshakeWatch();
+        const socket = socketOf(client);
+        if (socket && !socket.connecting) socket.destroy();
       },
-      Math.max(100, Math.floor(this.sessionTimeout / 3)),
+      Math.max(HANDSHAKE_FLOOR, Math.floor(this.sessionTimeout / 3)),
     );
     this.handshakeTimer.unref();
   }
