@@ -5,8 +5,11 @@ import { STATE_STORE, type StateStore } from '../state/state-store.js';
 
 const PRIZES = ['sticker', 'mug', 'T-shirt', 'gift card'];
 
-/** How long picking a prize takes: the window in which unlocked draws overlap. */
-const DRAW_WORK_MS = 50;
+/**
+ * How long picking a prize takes: the window in which unlocked draws overlap. Wide enough that
+ * concurrent requests overlap on a busy machine too, which parses them one after another.
+ */
+const DRAW_WORK_MS = 200;
 
 export interface DrawResult {
   prize: string;
