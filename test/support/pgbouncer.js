@@ -89,11 +89,13 @@ export class PgBouncer {
     registerPid(child.pid);
     let output = '';
     child.stderr?.on('data', (chunk) => (output = (output + String(chunk)).slice(-2000)));
-    for (let tries = 0; !(await accepts(port)); tries++) {
+    // Its exit is checked first: another process that took the port meanwhile would accept too.
+    for (let tries = 0; ; tries++) {
       if (child.exitCode !== null || tries > 200) {
         await bouncer.stop();
         throw new Error(`pgbouncer did not start: ${output}`);
       }
+      if (await accepts(port)) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     return bouncer;
