@@ -5,7 +5,8 @@ import { dirname } from 'node:path';
 const EXIT_GRACE_MS = 15_000;
 
 /**
- * Stops the shared Redis and kills any server (Redis, ZooKeeper) that a test file failed to stop.
+ * Stops the shared Redis and kills any server (Redis, Valkey, PgBouncer, ZooKeeper) that a test
+ * file failed to stop.
  * A run that something a test left open (a socket, a timer, a child process) keeps alive fails,
  * naming what it found, instead of hanging.
  */
@@ -33,8 +34,11 @@ export default async function globalTeardown(
  */
 function isTestServer(pid) {
   try {
+    const command = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
     return (
-      readFileSync(`/proc/${pid}/comm`, 'utf8').trim().startsWith('redis-server') ||
+      command.startsWith('redis-server') ||
+      command.startsWith('valkey-server') ||
+      command === 'pgbouncer' ||
       readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('org.apache.zookeeper.server.')
     );
   } catch {
