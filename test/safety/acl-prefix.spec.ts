@@ -120,8 +120,8 @@ describe('under a Redis ACL user confined to its lock prefix', () => {
 
   it('renews a lock with the watchdog past its ttl', async () => {
     const app = await boot('billing');
-    const lock = await app.locks.acquire('long', { ttl: 200 });
-    await sleep(700);
+    const lock = await app.locks.acquire('long', { ttl: 1_000 });
+    await sleep(2_500);
     expect(lock.signal.aborted).toBe(false);
     expect(await admin.get(lock.key)).toBe(lock.token);
     expect(await lock.extend(1_000)).toBe(true);
@@ -272,11 +272,14 @@ describe('under a Redis ACL user confined to its lock prefix, on a Redis Cluster
     const [first, second] = [await boot(), await boot()];
     try {
       const names = [...Array.from({ length: 6 }, (_, i) => `order:${i}`), '{user:1}:cart'];
-      const held = await Promise.all(names.map((name) => first.locks.acquire(name, { ttl: 200 })));
+      // Held past twice their ttl, renewed meanwhile: a ttl a loaded machine can keep.
+      const held = await Promise.all(
+        names.map((name) => first.locks.acquire(name, { ttl: 1_000 })),
+      );
       const owners = await Promise.all(held.map((lock) => cluster.portForKey(lock.key)));
       expect(new Set(owners).size).toBe(3);
       const waits = names.map((name) => second.locks.acquire(name, { waitTimeout: 10_000 }));
-      await sleep(500);
+      await sleep(2_500);
       expect(held.some((lock) => lock.signal.aborted)).toBe(false);
       for (const lock of held) await lock.release();
       for (const lock of await Promise.all(waits)) await lock.release();
