@@ -11,6 +11,7 @@ import {
   type LockApp,
 } from '../support/lock-app.js';
 import type { Redis } from 'ioredis';
+import { TcpProxy } from '../support/tcp-proxy.js';
 
 describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
   let server: RedisServer;
@@ -108,6 +109,40 @@ describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
       await held.release();
     } finally {
       await app.close();
+    }
+  });
+
+  it('subscribes again after its connection was cut, and closes cleanly while it does', async () => {
+    const proxy = await TcpProxy.start(server.port);
+    const app = await bootLockApp({ redis: proxy.url, fair });
+    const subscribers = async (key: string) =>
+      ((await monitor.pubsub('NUMSUB', key)) as [string, number])[1];
+    try {
+      const held = await holder.locks.acquire('cut-subscriber', { ttl: 60_000 });
+      const waited = app.locks.acquire('cut-subscriber', { waitTimeout: 30_000 });
+      for (let tries = 0; (await subscribers(held.key)) < 1 && tries < 200; tries++) {
+        await sleep(10);
+      }
+      proxy.cut();
+      for (let tries = 0; (await subscribers(held.key)) < 1 && tries < 300; tries++) {
+        await sleep(10);
+      }
+      expect(await subscribers(held.key)).toBe(1);
+      await held.release();
+      await (await waited).release();
+      // Cut again, and close while the new connection's SUBSCRIBE is held on its way.
+      const again = await holder.locks.acquire('cut-subscriber', { ttl: 60_000 });
+      const waiting = app.locks.acquire('cut-subscriber', { waitTimeout: 30_000 });
+      await sleep(100);
+      proxy.stall();
+      proxy.cut();
+      await sleep(300);
+      await app.close();
+      await expect(waiting).rejects.toThrow();
+      await again.release();
+    } finally {
+      await app.close();
+      await proxy.stop();
     }
   });
 

@@ -89,20 +89,44 @@ export class IoRedisClient implements RedisClientPort {
     // at once (it is made when a caller starts to wait, after the boot), and without the
     // ready check: ioredis writes SUBSCRIBE (allowed while a server loads) as soon as the
     // socket is up, and the check's INFO, sent after it, would be refused in subscriber mode.
+    const cluster = isClusterClient(this.connection);
     const connection = isClusterClient(this.connection)
       ? this.connection.duplicate([], { shardedSubscribers: sharded, lazyConnect: false })
       : this.connection.duplicate({
           enableOfflineQueue: true,
           lazyConnect: false,
           enableReadyCheck: false,
+          autoResubscribe: false,
         });
+    const channels = new Set<string>();
+    if (!cluster) {
+      // ioredis's own resubscription after a reconnect (a failover, a restart) is a promise
+      // nobody can handle: a close before it is answered made it an unhandled rejection. The
+      // first connection sends what was queued for it.
+      let connected = false;
+      connection.on('ready', () => {
+        const again = connected;
+        connected = true;
+        if (!again || channels.size === 0) return;
+        const resubscribe = sharded
+          ? connection.ssubscribe(...channels)
+          : connection.subscribe(...channels);
+        resubscribe.catch((error: unknown) => {
+          if (connection.status !== 'end') onError(error);
+        });
+      });
+    }
     connection.on('error', onError);
     connection.on(sharded ? 'smessage' : 'message', onMessage);
     return {
-      subscribe: (channel) =>
-        sharded ? connection.ssubscribe(channel) : connection.subscribe(channel),
-      unsubscribe: (channel) =>
-        sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel),
+      subscribe: (channel) => {
+        channels.add(channel);
+        return sharded ? connection.ssubscribe(channel) : connection.subscribe(channel);
+      },
+      unsubscribe: (channel) => {
+        channels.delete(channel);
+        return sharded ? connection.sunsubscribe(channel) : connection.unsubscribe(channel);
+      },
       close: () => closeConnection(connection),
     };
   }
