@@ -216,13 +216,15 @@ export class Waiters {
 
 /**
  * Whether a call failed because the connection did (no answer in time, a closed, reset or
- * refused connection), which a later try may get through, rather than by the server's refusal.
+ * refused connection, a client that gave up its retries), which a later try may get through,
+ * rather than by the server's refusal.
  */
 function connectionFailed(error: unknown): error is LockConnectionError {
   if (!(error instanceof LockConnectionError)) return false;
   const { cause } = error;
-  return (
-    cause.name === 'TimeoutError' ||
-    /closed|ended|reset|refused|ECONN|EPIPE|socket|connect|timed? ?out/i.test(cause.message)
-  );
+  return cause.name === 'TimeoutError' || CONNECTION_FAILURE.test(cause.message);
 }
+
+/** What the clients' errors say when the connection failed (ioredis's retries and aborts too). */
+const CONNECTION_FAILURE =
+  /closed|ended|reset|refused|ECONN|EPIPE|socket|connect|timed? ?out|max retries|aborted/i;

@@ -101,19 +101,18 @@ export class IoRedisClient implements RedisClientPort {
     const channels = new Set<string>();
     if (!cluster) {
       // ioredis's own resubscription after a reconnect (a failover, a restart) is a promise
-      // nobody can handle: a close before it is answered made it an unhandled rejection. The
-      // first connection sends what was queued for it.
-      let connected = false;
+      // nobody can handle: a close before it is answered made it an unhandled rejection. On
+      // every connection, the first too (a SUBSCRIBE written before it was ready can be lost
+      // with its socket), each channel again, one command each: a SUBSCRIBE of a channel
+      // already subscribed changes nothing, and a command of several channels cut halfway would
+      // confuse ioredis's count of their answers.
       connection.on('ready', () => {
-        const again = connected;
-        connected = true;
-        if (!again || channels.size === 0) return;
-        const resubscribe = sharded
-          ? connection.ssubscribe(...channels)
-          : connection.subscribe(...channels);
-        resubscribe.catch((error: unknown) => {
-          if (connection.status !== 'end') onError(error);
-        });
+        for (const channel of channels) {
+          const again = sharded ? connection.ssubscribe(channel) : connection.subscribe(channel);
+          again.catch((error: unknown) => {
+            if (connection.status !== 'end') onError(error);
+          });
+        }
       });
     }
     connection.on('error', onError);
