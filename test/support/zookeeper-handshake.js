@@ -6,7 +6,8 @@ import { Socket } from 'node:net';
  * waits forever, with every call queued behind it. The tests' own clients (the checker's probe,
  * the tree a spec reads behind the library's back) cut such a connection as the library's
  * session does: while the client is not connected, its socket is cut every `everyMs`, and the
- * client connects again with the same session.
+ * client connects again with the same session. Written again here, since the library keeps its
+ * own private and the checker's plain ESM probe runs outside the build.
  * @param {import('node-zookeeper-client').Client} client a client about to connect
  * @param {number} everyMs
  */
