@@ -190,15 +190,6 @@ export function fenceKeyOf(redisKey: string, prefix: string, perSlot: boolean): 
   return `{${perSlot ? slotTag(slotOf(redisKey), prefix) : prefix}}:fence`;
 }
 
-/**
- * The fencing counter that earlier versions of the library kept for a lock key, outside the
- * key prefix (`{}:fence`, or per hash slot on a Cluster). The scripts that issue tokens read it
- * while it exists, so that tokens keep growing across an upgrade (see NEXT_FENCE_LUA).
- */
-export function legacyFenceKeyOf(redisKey: string, perSlot: boolean): string {
-  return `{${perSlot ? slotTag(slotOf(redisKey)) : ''}}:fence`;
-}
-
 /** The keys of the acquire and release scripts, in the order they expect them. */
 export type ScriptKeys = [
   lock: string,

@@ -118,17 +118,4 @@ describe('fencing tokens', () => {
     expect((await redis.keys('*')).sort()).toEqual(['{lock:}:fence', '{other:}:fence']);
     expect(tagged.fencingToken).toBeGreaterThan(plain.fencingToken);
   });
-
-  it('issues tokens above those of the server-wide counter that earlier versions kept', async () => {
-    // The last token an instance of an earlier version issued, beside this one in a rolling
-    // upgrade: its counter was `{}:fence`, and it issued the server clock in µs or more.
-    const [seconds, micros] = await redis.time();
-    const earlier = Number(seconds) * 1_000_000 + Number(micros) + 1;
-    await redis.set('{}:fence', String(earlier));
-    const app = await bootLockApp({ redis: server.url });
-    const lock = await app.locks.acquire('upgraded');
-    await app.close();
-    await redis.del('{}:fence');
-    expect(lock.fencingToken).toBeGreaterThan(earlier);
-  });
 });

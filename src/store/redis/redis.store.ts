@@ -1,5 +1,5 @@
 import type { LockStoreCapabilities } from '../capabilities.js';
-import { legacyFenceKeyOf, lockNameOf } from '../../keys/lock-keys.js';
+import { lockNameOf } from '../../keys/lock-keys.js';
 import { kindConflict } from '../lock-kind.js';
 import { LockConnectionError } from '../../lock.errors.js';
 import type { AcquireArgs } from './scripts/acquire.script.js';
@@ -105,8 +105,7 @@ export class RedisLockStore implements LockStore {
     // Not awaited off a Cluster: an await per command is measurable on the hot path.
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
     const connection = this.replicas?.connection ?? 0;
-    const legacy = legacyFenceKeyOf(key, this.cluster);
-    const args: AcquireArgs = [token, ttl, queue ? 1 : 0, publish, legacy];
+    const args: AcquireArgs = [token, ttl, queue ? 1 : 0, publish];
     const reply = this.command(key, 'acquire', () => this.scripts.acquire(key, args));
     let attempt: SharedAttempt;
     try {
@@ -207,10 +206,7 @@ export class RedisLockStore implements LockStore {
 
   async forceRelease(key: string): Promise<number> {
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
-    const legacy = legacyFenceKeyOf(key, this.cluster);
-    return this.command(key, 'forceRelease', () =>
-      this.scripts.forceRelease(key, [publish, legacy]),
-    );
+    return this.command(key, 'forceRelease', () => this.scripts.forceRelease(key, [publish]));
   }
 
   /**
@@ -244,8 +240,7 @@ export class RedisLockStore implements LockStore {
     successor: string,
   ): Promise<ReleaseOutcome> {
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
-    const legacy = legacyFenceKeyOf(key, this.cluster);
-    const args: ReleaseArgs = [token, announce ? 1 : 0, publish, successor, legacy];
+    const args: ReleaseArgs = [token, announce ? 1 : 0, publish, successor];
     return this.command(key, 'release', () => this.scripts.release(key, args));
   }
 }

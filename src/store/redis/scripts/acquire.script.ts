@@ -6,13 +6,7 @@ import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
 import { integerOf, pairOf } from './script-reply.js';
 
 /** The arguments of {@link ACQUIRE_SCRIPT} (ARGV), durations in ms. */
-export type AcquireArgs = [
-  token: string,
-  ttl: number,
-  queue: 0 | 1,
-  publish: PublishCommand,
-  legacyFence: string,
-];
+export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: PublishCommand];
 
 /**
  * One acquisition attempt: takes the lock if it is free and nobody queues before the caller,

@@ -21,13 +21,14 @@ end
 
 /**
  * Lua of the scripts that issue fencing tokens (KEYS[2] the counter): the next token is above
- * the counter's last one and never below the Redis server clock in µs. The last ARGV names the
- * counter that earlier versions kept outside the key prefix (see legacyFenceKeyOf): while it
- * exists, tokens stay above its last one too, and it is kept in step, so that tokens only grow
- * across an upgrade and while instances of both versions run side by side. The script does not
- * declare it, and touches it only where the ACL allows (an ACL confined to the prefix does not,
- * and its user never ran those versions): asked first, so that the ACL log records no refusal
- * (Redis 7); before Redis 7, a refusal is only caught.
+ * the counter's last one and never below the Redis server clock in µs. The counter is nearly
+ * always behind the clock (it holds the last token issued, and the clock moves on between two
+ * scripts), so the common case takes one `SET … GET`, which writes the clock and returns the
+ * last token in one command (Redis 6.2 and later; the version is known to scripts from Redis 7
+ * on, and Redis 6.2 takes the two-command path). Only when the counter is ahead (the clock went
+ * back, or a failover brought a master whose clock is behind) does a second `SET` put the
+ * counter's last token + 1 in its place: the script runs atomically, so nobody sees the clock
+ * value in between, and the two writes replicate together.
  */
 export const NEXT_FENCE_LUA = `${FENCE_LUA}
 local function server_time_us()
@@ -35,26 +36,22 @@ local function server_time_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local function allowed(...)
-  return redis.acl_check_cmd == nil or redis.acl_check_cmd(...)
-end
-
-local function legacy_fence()
-  local key = ARGV[#ARGV]
-  if not allowed('GET', key) then return nil end
-  local value = redis.pcall('GET', key)
-  if type(value) ~= 'string' then return nil end
-  return tonumber(value)
-end
+local SET_GET = (redis.REDIS_VERSION_NUM or 0) >= 0x060200
 
 local function next_fence()
-  local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-  local legacy = legacy_fence()
-  local fence = math.max(last + 1, (legacy or 0) + 1, server_time_us())
-  set_fence(fence)
-  if legacy and allowed('SET', ARGV[#ARGV], '0') then
-    redis.pcall('SET', ARGV[#ARGV], string.format('%.0f', fence))
+  local now = server_time_us()
+  local last
+  if SET_GET then
+    last = tonumber(redis.call('SET', KEYS[2], string.format('%.0f', now), 'GET') or '0') or 0
+    if last < now then return now end
+  else
+    last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+    if last < now then
+      set_fence(now)
+      return now
+    end
   end
-  return fence
+  set_fence(last + 1)
+  return last + 1
 end
 `;

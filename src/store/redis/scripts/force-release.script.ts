@@ -5,7 +5,7 @@ import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
 import { integerOf, pairOf } from './script-reply.js';
 
 /** The arguments of the force-release scripts (ARGV). */
-export type ForceReleaseArgs = [publish: PublishCommand, legacyFence: string];
+export type ForceReleaseArgs = [publish: PublishCommand];
 
 /**
  * What a forced release did: how many holders it evicted, or, when the key is held as another

@@ -11,7 +11,6 @@ export type ReleaseArgs = [
   announce: 0 | 1,
   publish: PublishCommand,
   successor: string,
-  legacyFence: string,
 ];
 
 /**
