@@ -10,6 +10,12 @@ export interface ThroughputRound {
   elapsedMs: number;
   opsPerSec: number;
   errors: number;
+  /**
+   * CPU time of this process (user + system, `process.cpuUsage()`) per acquire + release: the
+   * lock's own JavaScript, its client library and the socket calls, Redis excluded (another
+   * process).
+   */
+  nodeCpuUsPerOp: number;
 }
 
 export interface ThroughputResult {
@@ -18,6 +24,8 @@ export interface ThroughputResult {
   opsPerSec: number;
   /** Commands its connections sent per acquire + release (a script call is one). */
   sentCommandsPerOp: number;
+  /** Median of the rounds' Node CPU per acquire + release, in µs (see {@link ThroughputRound}). */
+  nodeCpuUsPerOp: number;
   /**
    * Redis commands per acquire + release, including those run inside scripts (as in
    * workload 5). Workload 2 only: in workload 1 the implementations interleave, so the
@@ -38,6 +46,8 @@ interface Tally {
   ops: number;
   errors: number;
   spentMs: number;
+  /** Node CPU the ops took, in µs (workload 1: measured around each op). */
+  cpuUs: number;
   firstError?: string;
   /** When kept: the duration of each successful op. */
   latenciesMs?: number[];
@@ -47,11 +57,16 @@ const newTally = (latencies = false): Tally => ({
   ops: 0,
   errors: 0,
   spentMs: 0,
+  cpuUs: 0,
   ...(latencies && { latenciesMs: [] }),
 });
 
-/** Acquire + release once; adds the time it took to `into` and counts the op or the error. */
-async function oneOp(adapter: LockAdapter, key: string, into: Tally): Promise<void> {
+/**
+ * Acquire + release once; adds the time it took to `into` and counts the op or the error. With
+ * `cpu`, also the Node CPU it took (one caller only: with several, their ops overlap).
+ */
+async function oneOp(adapter: LockAdapter, key: string, into: Tally, cpu = false): Promise<void> {
+  const cpuStart = cpu ? process.cpuUsage() : undefined;
   const start = now();
   try {
     const handle = await adapter.acquire(key, CONFIG.ttl, CONFIG.waitMs);
@@ -63,6 +78,10 @@ async function oneOp(adapter: LockAdapter, key: string, into: Tally): Promise<vo
     into.firstError ??= String(error);
   }
   into.spentMs += now() - start;
+  if (cpuStart) {
+    const spent = process.cpuUsage(cpuStart);
+    into.cpuUs += spent.user + spent.system;
+  }
 }
 
 /**
@@ -76,6 +95,7 @@ export async function throughputRound(
   label: string,
 ): Promise<ThroughputRound & { firstError?: string }> {
   const tally = newTally();
+  const cpuStart = process.cpuUsage();
   const start = now();
   const deadline = start + durationMs;
   await Promise.all(
@@ -84,8 +104,16 @@ export async function throughputRound(
     }),
   );
   const elapsedMs = now() - start;
+  const cpu = process.cpuUsage(cpuStart);
   const { ops, errors, firstError } = tally;
-  return { ops, elapsedMs, opsPerSec: (ops / elapsedMs) * 1000, errors, firstError };
+  return {
+    ops,
+    elapsedMs,
+    opsPerSec: (ops / elapsedMs) * 1000,
+    errors,
+    nodeCpuUsPerOp: (cpu.user + cpu.system) / Math.max(1, ops),
+    firstError,
+  };
 }
 
 function summarize(
@@ -101,6 +129,7 @@ function summarize(
     callers,
     opsPerSec: round(median(own.map((r) => r.opsPerSec))),
     sentCommandsPerOp: round(sent / ops),
+    nodeCpuUsPerOp: round(median(own.map((r) => r.nodeCpuUsPerOp))),
     ...(commands && { serverCommandsPerOp: round(commands.server / ops), commands }),
     ...(latenciesMs && {
       latencyMs: {
@@ -112,6 +141,7 @@ function summarize(
       ...r,
       elapsedMs: round(r.elapsedMs),
       opsPerSec: round(r.opsPerSec),
+      nodeCpuUsPerOp: round(r.nodeCpuUsPerOp),
     })),
     firstError,
   };
@@ -142,11 +172,11 @@ export async function runUncontended(
     for (let turn = 0; now() < until; turn++) {
       for (let i = 0; i < adapters.length; i++) {
         const adapter = adapters[(i + turn) % adapters.length];
-        await oneOp(adapter, `${label}:r${r}`, tallies.get(adapter)!);
+        await oneOp(adapter, `${label}:r${r}`, tallies.get(adapter)!, true);
       }
     }
     for (const [adapter, tally] of tallies) {
-      const { ops, errors, spentMs, firstError, latenciesMs = [] } = tally;
+      const { ops, errors, spentMs, cpuUs, firstError, latenciesMs = [] } = tally;
       const pooled = latencies.get(adapter)!;
       for (const ms of latenciesMs) pooled.push(ms);
       if (firstError && !firstErrors.has(adapter)) firstErrors.set(adapter, firstError);
@@ -155,6 +185,7 @@ export async function runUncontended(
         elapsedMs: spentMs,
         opsPerSec: (ops / spentMs) * 1000,
         errors,
+        nodeCpuUsPerOp: cpuUs / Math.max(1, ops),
       });
     }
   }
