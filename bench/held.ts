@@ -17,8 +17,8 @@ async function main(): Promise<void> {
   try {
     const held = await runHeldLocks(library, floor, clients);
     const { renewal, ...memory } = held.library;
-    const { eventLoopDelay, lost, requestsPer500Renewals, ticks } = renewal;
-    const summary = { memory, floor: held.floor, eventLoopDelay, lost, requestsPer500Renewals };
+    const { eventLoopDelay, lost, locksPerRenewalRequest, ticks } = renewal;
+    const summary = { memory, floor: held.floor, eventLoopDelay, lost, locksPerRenewalRequest };
     process.stdout.write(`${JSON.stringify({ ...summary, ticks }, null, 2)}\n`);
   } finally {
     await library.close();

@@ -192,15 +192,15 @@ export function formatReport(r: BenchResults): string {
         ['renewal EVALSHA/s (Redis)', ms(ren.evalshaPerSec), '0'],
         ['renewal commands/s incl. inside scripts (Redis)', int(ren.serverCommandsPerSec), '0'],
         ['ticks seen / script calls per tick', `${ren.ticks} / ${ms(ren.scriptCallsPerTick)}`, '–'],
-        ['renewal requests per 500 lock renewals', ms(ren.requestsPer500Renewals, 2), '–'],
+        ['locks renewed per renewal request', ms(ren.locksPerRenewalRequest, 1), '–'],
         [
           'event-loop delay while held: p50 / p99 / max ms (1 ms probe)',
           `${ms(ren.eventLoopDelay.p50Ms, 2)} / ${ms(ren.eventLoopDelay.p99Ms, 2)} / ${ms(ren.eventLoopDelay.maxMs, 2)}`,
           '–',
         ],
         [
-          'round trips per connection per tick, worst tick (pipelined sends = 1); per 2,000 locks renewed',
-          `${ms(ren.roundTripsPerConnectionPerTick, 2)} (${ren.connections} connection); ${ms(ren.roundTripsPer2000Locks, 2)}`,
+          'round trips per connection per tick, worst tick (pipelined sends = 1)',
+          `${ms(ren.roundTripsPerConnectionPerTick, 2)} (${ren.connections} connection)`,
           '–',
         ],
         [

@@ -55,10 +55,10 @@ export interface HeldRenewal {
   /** Commands sent per tick. */
   scriptCallsPerTick: number;
   /**
-   * Renewal requests (script calls) per 500 lock renewals: how many locks share a request
-   * (Redis's EVALSHA count against the PEXPIREs the scripts ran, one per renewed lock).
+   * Locks renewed per renewal request (script call): Redis's PEXPIRE count, two per renewed
+   * lock (its key and its tenure), over its EVALSHA count.
    */
-  requestsPer500Renewals: number;
+  locksPerRenewalRequest: number;
   /**
    * Event-loop delay while the locks were held (a 1 ms probe, perf_hooks' histogram): what
    * the watchdog's ticks cost the application's other work. `max` is the longest stall.
@@ -69,11 +69,6 @@ export interface HeldRenewal {
    * between leave together (pipelined) and count as one.
    */
   roundTripsPerConnectionPerTick: number;
-  /**
-   * The same, per 2,000 locks renewed in the tick (4 requests of 500): renewals leave in
-   * pipelined runs of that size, the event loop free in between.
-   */
-  roundTripsPer2000Locks: number;
   /** Most connections that sent renewals in one tick. */
   connections: number;
   pttl: {
@@ -209,9 +204,9 @@ export async function runHeldLocks(
         serverCommandsPerSec: round(commands.server / seconds, 1),
         ticks: ticks.length,
         scriptCallsPerTick: round(sends.length / Math.max(1, ticks.length)),
-        requestsPer500Renewals: round(
-          (evalsha / Math.max(1, commands.serverByName.pexpire ?? 0)) * 500,
-          3,
+        locksPerRenewalRequest: round(
+          (commands.serverByName.pexpire ?? 0) / 2 / Math.max(1, evalsha),
+          1,
         ),
         eventLoopDelay: {
           p50Ms: round(delay.percentile(50) / 1e6, 3),
@@ -220,9 +215,6 @@ export async function runHeldLocks(
         },
         roundTripsPerConnectionPerTick: round(
           max(ticks.map((tick) => tick.roundTrips / tick.connections)),
-        ),
-        roundTripsPer2000Locks: round(
-          max(ticks.map((tick) => tick.roundTrips / tick.connections / Math.ceil(tick.sends / 4))),
         ),
         tickDetail: ticks,
         connections: max(ticks.map((tick) => tick.connections)),

@@ -1,5 +1,5 @@
 import { LockConnectionError } from '../lock.errors.js';
-import type { LockStore, RenewalEntry } from '../store/lock-store.interface.js';
+import type { LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
 import { DueQueue } from './due-queue.js';
 import type { HeldLock } from './held-lock.js';
@@ -16,18 +16,20 @@ export type LossKind = 'gone' | 'timeout' | 'expired';
 const MAX_RETRY_DELAY = 1_000;
 
 /**
- * Locks whose renewals one tick takes before it lets the event loop run other work: writing
- * and confirming more at once would stall the application for milliseconds.
+ * Locks whose renewals one tick takes (in one request) before it lets the event loop run other
+ * work: writing a request for more, and confirming its reply, holds the event loop for more
+ * than about a millisecond (with 100,000 locks held, slices of 500 put the p99 of a 1 ms
+ * probe's delay at 3.2–3.7 ms; slices of 125 at 1.9–2.2 ms).
  */
-const SLICE = 2_000;
+const SLICE = 125;
 
 /**
  * Keeps held locks alive and notices when they are lost.
  *
- * One timer serves every lock with the watchdog on: each tick sends, in one round trip, the
- * renewal of every lock due within the next sixth of its TTL, so locks taken at different
- * moments share ticks instead of each owning a timer. The locks wait in a queue ordered by
- * when they are due, so a tick touches only those, at most {@link SLICE} at a time. A lock is
+ * One timer serves every lock with the watchdog on: each tick renews every lock due within the
+ * next sixth of its TTL, so locks taken at different moments share requests instead of each
+ * owning a timer. The locks wait in a queue ordered by when they are due, so a tick touches
+ * only those, {@link SLICE} per request and turn of the event loop. A lock is
  * lost when the store answers that its token is gone, or when no renewal has been confirmed
  * before its validity (measured on the monotonic clock from when the last confirmed request was
  * sent) runs out. Locks without the watchdog only get a timer for the end of their validity.
@@ -45,6 +47,8 @@ export class Watchdog {
   );
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
+  /** The rest of a tick that had more locks due than a slice, after the event loop's I/O. */
+  private continuation?: NodeJS.Immediate;
   /** Who waits for the last lock to go (see {@link whenEmpty}). */
   private emptied: (() => void)[] = [];
 
@@ -193,8 +197,17 @@ export class Watchdog {
 
   private stopTimer(): void {
     clearTimeout(this.timer);
-    this.timer = undefined;
+    clearImmediate(this.continuation);
+    this.timer = this.continuation = undefined;
     this.timerAt = Infinity;
+  }
+
+  /** The next slice, after the event loop's timers and I/O (a timer would wait 1 ms a slice). */
+  private continueTick(): void {
+    this.stopTimer();
+    this.timerAt = -Infinity;
+    this.continuation = setImmediate(() => this.tick());
+    this.continuation.unref();
   }
 
   /**
@@ -202,7 +215,7 @@ export class Watchdog {
    * rest in the next turn of the event loop), and renews them in one batch.
    */
   private tick(): void {
-    this.timer = undefined;
+    this.timer = this.continuation = undefined;
     this.timerAt = Infinity;
     const now = monotonicNow();
     const due: HeldLock[] = [];
@@ -221,19 +234,18 @@ export class Watchdog {
       }
     }
     if (due.length > 0) this.renew(due, now);
-    this.wakeAt(due.length === SLICE ? now : this.due.nextAt);
+    if (due.length === SLICE) this.continueTick();
+    else this.wakeAt(this.due.nextAt);
   }
 
   private renew(locks: HeldLock[], sentAt: number): void {
     for (const lock of locks) lock.renewing = true;
-    const entries = locks.map(({ key, token, ttl, fencingToken }) => ({
-      key,
-      token,
-      ttl,
-      fencingToken,
-    }));
+    const entries = locks.map(({ key, token, ttl, fencingToken }) => {
+      return { key, token, ttl, fencingToken };
+    });
     const cancelGuard = this.guards.batch(locks);
-    this.renewing(entries).then(
+    // A store of the app's own that throws at once rejects, as one that fails later.
+    new Promise<(boolean | undefined)[]>((resolve) => resolve(this.store.renew(entries))).then(
       (renewed) => {
         cancelGuard();
         const undecided: HeldLock[] = [];
@@ -265,15 +277,6 @@ export class Watchdog {
         this.retrySoon(locks.filter((lock) => this.tracked(lock)));
       },
     );
-  }
-
-  /** The store's renewal of `entries`; one that throws at once (a store of the app's own) rejects. */
-  private renewing(entries: RenewalEntry[]): Promise<(boolean | undefined)[]> {
-    try {
-      return this.store.renew(entries);
-    } catch (error) {
-      return Promise.reject(error);
-    }
   }
 
   /** Tries again shortly, until the locks' validity runs out. */

@@ -82,10 +82,14 @@ describe('Watchdog: a tick renews the locks that are due, and only those', () =>
 
   it('renews many due locks in slices, each a batch of its own, all before their validity', async () => {
     for (let i = 0; i < 5_000; i++) watchdog.track(heldLock(i, 3_000));
-    // Due at 1 s; each further slice in a later turn of the event loop (a timer of 1 ms).
-    jest.advanceTimersByTime(1_010);
+    // Due at 1 s; each further slice of 125 in a later turn of the event loop (an immediate).
+    jest.advanceTimersByTime(1_000);
     await settle();
-    expect(store.calls.map((entries) => entries.length)).toEqual([2_000, 2_000, 1_000]);
+    expect(store.calls.map((entries) => entries.length)).toEqual([125]);
+    // (The fake clock runs one round of immediates per millisecond it advances.)
+    await jest.advanceTimersByTimeAsync(50);
+    expect(store.calls.map((entries) => entries.length)).toEqual(Array(40).fill(125));
+    expect(new Set(store.calls.flat().map((entry) => entry.key)).size).toBe(5_000);
     // Replies are handled between timers, as they would be.
     await jest.advanceTimersByTimeAsync(10_000);
     expect(lost).toEqual([]);
