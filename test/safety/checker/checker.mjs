@@ -1518,8 +1518,13 @@ export class SafetyChecker {
     if (section.outcome !== expected) {
       fault.problems.push(`the holder's using() ended with ${section.outcome}, not ${expected}`);
     }
-    if (kept && !section.writeAccepted) {
-      fault.problems.push('the holder kept its lock across the restart, but its write was refused');
+    // A reader's section ends with a leave, which the resource never counts as a write: what
+    // a reader that kept its lock must get through is its fenced read.
+    const reader = section.share === 'read';
+    if (kept && !(reader ? section.readAccepted : section.writeAccepted)) {
+      fault.problems.push(
+        `the holder kept its lock across the restart, but its ${reader ? 'read' : 'write'} was refused`,
+      );
     }
   }
 
