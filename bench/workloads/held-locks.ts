@@ -55,8 +55,8 @@ export interface HeldRenewal {
   /** Commands sent per tick. */
   scriptCallsPerTick: number;
   /**
-   * Locks renewed per renewal request (script call): Redis's PEXPIRE count, two per renewed
-   * lock (its key and its tenure), over its EVALSHA count.
+   * Locks renewed per renewal request (script call): Redis's PEXPIRE count, one per renewed
+   * lock, over its EVALSHA count.
    */
   locksPerRenewalRequest: number;
   /**
@@ -205,7 +205,7 @@ export async function runHeldLocks(
         ticks: ticks.length,
         scriptCallsPerTick: round(sends.length / Math.max(1, ticks.length)),
         locksPerRenewalRequest: round(
-          (commands.serverByName.pexpire ?? 0) / 2 / Math.max(1, evalsha),
+          (commands.serverByName.pexpire ?? 0) / Math.max(1, evalsha),
           1,
         ),
         eventLoopDelay: {

@@ -19,7 +19,6 @@ import { hashTag, slotOf, slotTag } from './cluster-slots.js';
  *
  *   {K}:queue     {H+s}:queue:K    the queue of waiters of lock key K (zset) …
  *   {K}:waiters   {H+s}:waiters:K  … and their leases (hash); both deleted with the last waiter
- *   {K}:tenure    {H+s}:tenure:K   a mutex holder's token and fencing token, as long as K lives
  *   {K}:holders   {H+s}:holders:K  a semaphore's or read-write lock's holders (zset: token by
  *                                  expiry), their fencing tokens (hash), and its own queue of
  *   {K}:tenures   {H+s}:tenures:K  waiters and their leases (zset and hash, as the mutex's):
@@ -157,8 +156,7 @@ export function lockNameOf(prefix: string, key: string): string {
 }
 
 /** What the library keeps beside a lock key. */
-export type SideKeyRole =
-  'queue' | 'waiters' | 'tenure' | 'holders' | 'tenures' | 'line' | 'places';
+export type SideKeyRole = 'queue' | 'waiters' | 'holders' | 'tenures' | 'line' | 'places';
 
 /**
  * A key that the library keeps beside a lock key, in the same Redis Cluster hash slot and under
@@ -191,13 +189,7 @@ export function fenceKeyOf(redisKey: string, prefix: string, perSlot: boolean): 
 }
 
 /** The keys of the acquire and release scripts, in the order they expect them. */
-export type ScriptKeys = [
-  lock: string,
-  fence: string,
-  queue: string,
-  waiters: string,
-  tenure: string,
-];
+export type ScriptKeys = [lock: string, fence: string, queue: string, waiters: string];
 
 /** The lock key followed by the keys beside it, in the order the scripts expect them. */
 export function scriptKeysOf(redisKey: string, prefix: string, perSlot: boolean): ScriptKeys {
@@ -206,7 +198,6 @@ export function scriptKeysOf(redisKey: string, prefix: string, perSlot: boolean)
     fenceKeyOf(redisKey, prefix, perSlot),
     sideKeyOf(redisKey, 'queue'),
     sideKeyOf(redisKey, 'waiters'),
-    sideKeyOf(redisKey, 'tenure'),
   ];
 }
 

@@ -6,6 +6,7 @@ import {
 } from '../../src/index.js';
 import { bootLockApp, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
 import { backends, type Backend } from '../support/backends.js';
+import { holderIn } from '../support/lock-value.js';
 
 describe.each(backends)(
   'acquire, tryAcquire, release, extend, isLocked (%s store)',
@@ -28,7 +29,7 @@ describe.each(backends)(
       const lock = await app.locks.acquire('order:1', { ttl: 5_000 });
       expect(lock.key).toBe(`${prefix}order:1`);
       expect(lock.token).toMatch(/^[0-9a-f]{32}@/);
-      expect(await store.get(lock.key)).toBe(lock.token);
+      expect(holderIn(await store.get(lock.key))).toBe(lock.token);
       const pttl = await store.pttl(lock.key);
       expect(pttl).toBeGreaterThan(0);
       expect(pttl).toBeLessThanOrEqual(5_000);
@@ -76,7 +77,7 @@ describe.each(backends)(
       expect(error).toBeInstanceOf(LockNotAcquiredError);
       expect((error as LockNotAcquiredError).waitedMs).toBeGreaterThanOrEqual(299);
       expect((error as Error).message).toMatch(/"slow".*waiting \d+ ms/);
-      expect(await store.get(held.key)).toBe(held.token);
+      expect(holderIn(await store.get(held.key))).toBe(held.token);
       await held.release();
     });
 
@@ -144,7 +145,7 @@ describe.each(backends)(
       await sleep(100);
       await held.release();
       const lock = await waiting;
-      expect(await store.get(lock.key)).toBe(lock.token);
+      expect(holderIn(await store.get(lock.key))).toBe(lock.token);
       await lock.release();
     });
 

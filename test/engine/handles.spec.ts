@@ -148,7 +148,14 @@ describe.each(backends)('handing a lock to another instance (%s)', (_, makeBacke
     );
     const other = await boot({ keyPrefix: 'other:' });
     await expect(other.adopt(handle)).rejects.toThrow(LockOptionsError);
+    // With a caller queued, Redis keeps "<token> <fencing token> +" under the key: the lock's
+    // token with more after it is still not the lock's token.
+    const queued = scheduler.acquire('job:6', { waitTimeout: 10_000 });
+    while ((await scheduler.inspect('job:6')).waiting === 0) await sleep(5);
+    const padded = { ...handle, token: `${handle.token} ${lock.fencingToken}` };
+    await expect(worker.adopt(padded)).rejects.toThrow(LockLostError);
     await (await worker.adopt(handle)).release();
+    await (await queued).release();
     const throttle = await scheduler.acquire('job:7', { holdFor: 1_000 });
     await expect(throttle.handOff()).rejects.toThrow(LockOptionsError);
     expect(throttle.signal.aborted).toBe(false);

@@ -5,6 +5,7 @@ import { bootLockApp, rawClient, sleep, uniquePrefix, type LockApp } from '../su
 import { RedisServer } from '../support/redis-server.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { startWaitingProcess } from '../support/waiting-child.js';
+import { holderIn } from '../support/lock-value.js';
 
 /**
  * The fair handover, attacked: a waiter whose pub/sub connection lags its command connection,
@@ -50,7 +51,7 @@ describe('the fair handover', () => {
         .acquire('late', { ttl: 3_000, waitTimeout: 30_000 })
         .then(async (lock) => {
           waiterLock = lock;
-          ownerWhenAcquired = await redis.get(lock.key);
+          ownerWhenAcquired = holderIn(await redis.get(lock.key));
           return lock;
         });
       await until(async () => (await redis.pubsub('NUMSUB', held.key))[1] === 1);
@@ -72,7 +73,7 @@ describe('the fair handover', () => {
       await sleep(Math.max(0, releasedAt + 5_500 - performance.now()));
       expect(waiterLock).toBeUndefined();
       expect(taken.signal.aborted).toBe(false);
-      expect(await redis.get(taken.key)).toBe(taken.token);
+      expect(holderIn(await redis.get(taken.key))).toBe(taken.token);
       proxy.delay(0);
       const takenReleased = await taken.release();
       const lock = await waited;
@@ -86,6 +87,85 @@ describe('the fair handover', () => {
       await proxy.stop();
     }
   }, 60_000);
+
+  describe('the queue mark in the lock value', () => {
+    const queueOf = (key: string) => `{${key}}:queue`;
+
+    it('is set when a waiter queues and not otherwise, and the release hands the lock over', async () => {
+      const prefix = uniquePrefix();
+      const [holder, waiter] = [
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+      ];
+      apps.push(holder, waiter);
+      const held = await holder.locks.acquire('marked', { ttl: 10_000 });
+      expect(await redis.get(held.key)).toBe(`${held.token} ${held.fencingToken}`);
+      const waited = waiter.locks.acquire('marked', { ttl: 10_000, waitTimeout: 20_000 });
+      await until(async () => (await redis.zcard(queueOf(held.key))) === 1);
+      expect(await redis.get(held.key)).toBe(`${held.token} ${held.fencingToken} +`);
+      expect(await redis.pttl(held.key)).toBeGreaterThan(5_000);
+      await held.release();
+      const lock = await waited;
+      // Granted to the last waiter: nobody is left in the queue, so its value has no mark.
+      expect(await redis.get(lock.key)).toBe(`${lock.token} ${lock.fencingToken}`);
+      expect(await redis.exists(queueOf(lock.key))).toBe(0);
+      await lock.release();
+      expect(await redis.exists(lock.key)).toBe(0);
+    });
+
+    it('costs the head of the queue a re-check when lost, never its place', async () => {
+      const prefix = uniquePrefix();
+      const [holder, waiter, newcomer] = [
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+      ];
+      apps.push(holder, waiter, newcomer);
+      const held = await holder.locks.acquire('unmarked', { ttl: 10_000 });
+      const waited = waiter.locks.acquire('unmarked', { ttl: 10_000, waitTimeout: 20_000 });
+      await until(async () => (await redis.zcard(queueOf(held.key))) === 1);
+      // Let the waiter's re-checks back off to about once a second, so that none of them puts
+      // the mark back between its loss and the release.
+      await sleep(2_500);
+      await redis.set(held.key, `${held.token} ${held.fencingToken}`, 'KEEPTTL');
+      await held.release();
+      // The release did not look at the queue: the lock is gone and the waiter still queued.
+      expect(await redis.exists(held.key)).toBe(0);
+      expect(await redis.zrange(queueOf(held.key), 0, -1)).toHaveLength(1);
+      // A caller that comes now finds the queue and does not pass its head.
+      expect(await newcomer.locks.tryAcquire('unmarked')).toBeNull();
+      const lock = await waited;
+      expect(holderIn(await redis.get(lock.key))).toBe(lock.token);
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+      await lock.release();
+    });
+
+    it('leaves an uncontended acquire and release six commands in Redis', async () => {
+      const app = await bootLockApp({ redis: server.url, keyPrefix: uniquePrefix() });
+      apps.push(app);
+      await (await app.locks.acquire('counted')).release();
+      await redis.config('RESETSTAT');
+      const pairs = 20;
+      for (let i = 0; i < pairs; i++) await (await app.locks.acquire('counted')).release();
+      const calls: Record<string, number> = {};
+      for (const [, command, count] of (await redis.info('commandstats')).matchAll(
+        /^cmdstat_(\S+?):calls=(\d+),/gm,
+      )) {
+        // A script goes by its SHA once the connection sent it whole.
+        const name = command === 'eval' ? 'evalsha' : command;
+        if (name !== 'config|resetstat') calls[name] = (calls[name] ?? 0) + Number(count);
+      }
+      // EXISTS lock + queue, TIME, SET … GET of the counter, SET of the value; GET, DEL.
+      expect(calls).toEqual({
+        evalsha: 2 * pairs,
+        exists: pairs,
+        time: pairs,
+        set: 2 * pairs,
+        get: pairs,
+        del: pairs,
+      });
+    });
+  });
 
   it('costs the others about a queue lease, not a TTL, when a queued waiter dies', async () => {
     const prefix = uniquePrefix();
@@ -108,7 +188,7 @@ describe('the fair handover', () => {
       const lock = await queued;
       const blockedMs = performance.now() - releasedAt;
       console.log(`A waiter killed while queued blocked the key for ${blockedMs.toFixed(0)} ms`);
-      expect(await redis.get(lock.key)).toBe(lock.token);
+      expect(holderIn(await redis.get(lock.key))).toBe(lock.token);
       expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
       await lock.release();
     } finally {
@@ -124,7 +204,7 @@ describe('the fair handover', () => {
     const waits = keys.map((key) =>
       waiter.locks.acquire(key, { ttl: 50, waitTimeout: 20_000 }).then(async (lock) => ({
         lock,
-        owner: await redis.get(lock.key),
+        owner: holderIn(await redis.get(lock.key)),
       })),
     );
     // Waits much longer than the waiters' 50 ms TTL, with re-checks about a second apart.
@@ -136,7 +216,7 @@ describe('the fair handover', () => {
     for (const { lock, owner } of acquired) {
       expect(owner).toBe(lock.token);
       expect(lock.signal.aborted).toBe(false);
-      expect(await redis.get(lock.key)).toBe(lock.token);
+      expect(holderIn(await redis.get(lock.key))).toBe(lock.token);
     }
     await Promise.all(acquired.map(({ lock }) => lock.release()));
   }, 60_000);

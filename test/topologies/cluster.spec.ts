@@ -58,14 +58,14 @@ describe('on a Redis Cluster', () => {
     expect(owners.size).toBe(3);
     for (const lock of locks.slice(0, 5)) {
       const counter = fenceKeyOf(lock.key, 'lock:', true);
-      const [token, fence, slots] = await onOwner(lock.key, (node) =>
+      const [value, fence, slots] = await onOwner(lock.key, (node) =>
         Promise.all([
           node.get(lock.key),
           node.get(counter),
           Promise.all([lock.key, counter].map((key) => node.cluster('KEYSLOT', key))),
         ]),
       );
-      expect(token).toBe(lock.token);
+      expect(value).toBe(`${lock.token} ${lock.fencingToken}`);
       expect(Number(fence)).toBeGreaterThanOrEqual(lock.fencingToken);
       expect(slots[1]).toBe(slots[0]);
     }

@@ -15,6 +15,7 @@ import {
 import { RedisServer } from '../support/redis-server.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { aborted, bootLockApp, scriptCalls, sleep, type LockApp } from '../support/lock-app.js';
+import { holderIn } from '../support/lock-value.js';
 
 /** RedLock over five independent masters, each a redis-server of its own. */
 describe('RedLock over 5 masters', () => {
@@ -40,7 +41,7 @@ describe('RedLock over 5 masters', () => {
           client.status === 'ready' ? client.get(lock.key) : Promise.resolve(null),
         ),
       )
-    ).map((value) => value === lock.token);
+    ).map((value) => holderIn(value) === lock.token);
   /**
    * Waits until the lock is on `expected` masters: an operation is decided by a majority, and
    * the requests to the other masters may still be on their way.

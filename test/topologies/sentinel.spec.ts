@@ -3,6 +3,7 @@ import { LockLostError, LockReplicationError, type LockModuleOptions } from '../
 import { sideKeyOf } from '../../src/keys/lock-keys.js';
 import { RedisSentinelHarness } from '../support/redis-sentinel.js';
 import { aborted, bootLockApp, commandCalls, sleep, type LockApp } from '../support/lock-app.js';
+import { holderIn } from '../support/lock-value.js';
 
 /**
  * One master, one replica and three sentinels. The replica replicates through a proxy, so that
@@ -91,7 +92,9 @@ describe('behind Sentinel', () => {
       const lock = await holder.locks.acquire('invoice:8', { ttl: 5_000 });
       await sentinel.killMaster();
       const newMaster = await sentinel.waitForFailover();
-      expect(await onServer(newMaster, (server) => server.get(lock.key))).toBe(lock.token);
+      expect(holderIn(await onServer(newMaster, (server) => server.get(lock.key)))).toBe(
+        lock.token,
+      );
       expect(await other.locks.tryAcquire('invoice:8')).toBeNull();
       // The new master has no replica: renewals are not acknowledged, so they do not count
       // and the holder learns that it lost the lock, rather than trusting a lone master.

@@ -1,5 +1,5 @@
 import type { RedisClientPort } from './redis-client.port.js';
-import { fenceKeyOf, sideKeyOf } from '../../keys/lock-keys.js';
+import { fenceKeyOf } from '../../keys/lock-keys.js';
 import type { FencedWriteOutcome } from '../lock-store.interface.js';
 import { CLAIM_SCRIPT } from './scripts/claim.script.js';
 import { FENCED_WRITE_SCRIPT } from './scripts/fenced-write.script.js';
@@ -23,7 +23,7 @@ export function claimOn(
 ): Promise<boolean> {
   return CLAIM_SCRIPT.run(
     client,
-    [key, fenceKeyOf(key, keyPrefix, cluster), sideKeyOf(key, 'tenure')],
+    [key, fenceKeyOf(key, keyPrefix, cluster)],
     [fencingToken, token, ttl],
   );
 }

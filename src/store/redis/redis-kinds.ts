@@ -71,7 +71,6 @@ export class KindScripts {
       this.client,
       [
         key,
-        side('tenure'),
         side('queue'),
         side('waiters'),
         side('holders'),
@@ -143,7 +142,7 @@ export class KindScripts {
   private renewMutexes(entries: readonly RenewalEntry[]): Promise<boolean[]> {
     return RENEW_SCRIPT.run(
       this.client,
-      entries.flatMap((entry) => [entry.key, sideKeyOf(entry.key, 'tenure')]),
+      entries.map((entry) => entry.key),
       entries.flatMap((entry) => [entry.token, entry.ttl]),
     );
   }

@@ -13,10 +13,12 @@ import { RedisServer } from '../../support/redis-server.js';
 import { shuffled } from './random.mjs';
 
 /**
- * GET and PTTL of the lock key in one atomic step: a copy that expires between two separate
- * commands would otherwise be reported as held with no time left.
+ * The holder's token (a mutex's value begins with it) and PTTL of the lock key in one atomic
+ * step: a copy that expires between two separate commands would otherwise be reported as held
+ * with no time left.
  */
-const HOLDER_AND_PTTL = "return { redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]) }";
+const HOLDER_AND_PTTL = `local value = redis.call('GET', KEYS[1]) or ''
+return { string.match(value, '^%S*'), redis.call('PTTL', KEYS[1]) }`;
 
 /**
  * The TTL that each waiter queued for a lock asked for, in queue order: the queue is a sorted
@@ -28,6 +30,17 @@ for i, token in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   ttls[i] = tonumber(string.match(entry, ' (%d+)$') or '-1')
 end
 return ttls`;
+
+/**
+ * The `unmark` nemesis's step on a mutex (KEYS: lock, its queue): strips the queue mark from the
+ * lock's value, keeping its TTL (1), or reports the lock free while waiters are queued (2), the
+ * state a release that found no mark leaves behind; otherwise 0.
+ */
+const STRIP_QUEUE_MARK = `local value = redis.call('GET', KEYS[1])
+if not value then return redis.call('EXISTS', KEYS[2]) == 1 and 2 or 0 end
+if string.sub(value, -2) ~= ' +' then return 0 end
+redis.call('SET', KEYS[1], string.sub(value, 1, -3), 'KEEPTTL')
+return 1`;
 
 /**
  * @typedef {object} Copy What one server holds under the lock key.
@@ -120,6 +133,17 @@ export class LockServers {
           return { reached: false, holder: '', pttl: -3 };
         }
       }),
+    );
+  }
+
+  /**
+   * One step of `unmark` on the mutex `key` (one server): see {@link STRIP_QUEUE_MARK}.
+   * @param {string} key
+   * @returns {Promise<0 | 1 | 2>}
+   */
+  async stripQueueMark(key) {
+    return /** @type {0 | 1 | 2} */ (
+      Number(await this.probes[0].eval(STRIP_QUEUE_MARK, 2, key, `{${key}}:queue`))
     );
   }
 

@@ -19,6 +19,11 @@ export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: Pu
  * from this request on: its TTL starts again and it gets its fencing token here, so that the
  * caller's validity counts from a request whose answer proves the lock was its own.
  *
+ * With neither the lock nor its queue there, one `EXISTS` tells so, and the attempt takes the
+ * lock in one `SET` of its value (see `FENCE_LUA`) after issuing the fencing token. A caller that
+ * queues marks the value of the lock it waits for, so that its holder's release looks at the
+ * queue.
+ *
  * The fencing token is `max(last + 1, Redis server time in µs)`, `last` being the last token of
  * the counter that every lock of the slot shares: it only grows while the counter exists, and
  * it still grows after the counter is gone (expired, or Redis restarted empty) as long as the
@@ -28,30 +33,30 @@ export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: Pu
 export const ACQUIRE_SCRIPT = new LuaScript<ScriptKeys, AcquireArgs, AcquireAttempt>(
   `${NEXT_FENCE_LUA}
 local token, ttl = ARGV[1], tonumber(ARGV[2])
-local function held()
+local function held(queued)
   local fence = next_fence()
-  record_tenure(KEYS[5], token, fence, ttl)
+  redis.call('SET', KEYS[1], lock_value(token, fence, queued), 'PX', ttl)
   return {1, fence}
 end
-local queued = redis.call('EXISTS', KEYS[3]) == 1
-if not queued and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-  return held()
+if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
+  return held(false)
 end
 ${QUEUE_LUA}
-local holder = redis.call('GET', KEYS[1])
+local value = redis.call('GET', KEYS[1])
+local holder = holder_of(value)
+local queued = redis.call('EXISTS', KEYS[3]) == 1
 if queued and not holder then
   local head = live_head()
   if not head or head == token then
     leave_queue(token)
-    redis.call('SET', KEYS[1], token, 'PX', ttl)
-    return held()
+    return held(true)
   end
   grant_head(ARGV[4], '')
-  holder = head
+  -- The lock is now reserved for the head, in a value that carries the queue mark already.
+  holder, value = head, false
 end
 if holder == token then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  return held()
+  return held(queued)
 end
 if ARGV[3] == '1' then
   local now_us = server_time_us()
@@ -61,6 +66,9 @@ if ARGV[3] == '1' then
   -- Queue keys outlive every lease they hold only by a margin, so none is left forever.
   redis.call('PEXPIRE', KEYS[3], 2 * QUEUE_LEASE)
   redis.call('PEXPIRE', KEYS[4], 2 * QUEUE_LEASE)
+  local pttl = redis.call('PTTL', KEYS[1])
+  mark_queued(value, pttl)
+  return {0, pttl}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `,

@@ -14,26 +14,23 @@ export type ClaimArgs = [fencingToken: number, token: string, ttl: number];
  *   missing and free (a contender held the key there when the lock was acquired, or the master
  *   restarted empty), with the same floor, so that the lock survives the loss of any minority.
  *
- * KEYS: lock, fencing counter of its slot, the lock's tenure (see `FENCE_LUA`). ARGV: fencing
- * token, and for a claim, the lock's token and ttl (ms); an empty token only raises the floor,
- * and a token with ttl 0 raises it and records the fencing token as the tenure of the lock that
- * token holds here (the lock's token is its majority's highest, not this master's own).
+ * KEYS: lock, fencing counter of its slot. ARGV: fencing token, and for a claim, the lock's
+ * token and ttl (ms); an empty token only raises the floor, and a token with ttl 0 raises it and
+ * records the fencing token in the value of the lock that token holds here (see `FENCE_LUA`;
+ * the lock's fencing token is its majority's highest, not this master's own). RedLock queues
+ * nobody, so these values never carry the queue mark.
  * Returns 1, or 0 when the claimed lock was not free.
  */
-export const CLAIM_SCRIPT = new LuaScript<
-  [lock: string, fence: string, tenure: string],
-  ClaimArgs,
-  boolean
->(
+export const CLAIM_SCRIPT = new LuaScript<[lock: string, fence: string], ClaimArgs, boolean>(
   `${FENCE_LUA}
 if ARGV[2] ~= '' and ARGV[3] == '0' then
   local pttl = redis.call('PTTL', KEYS[1])
-  if pttl > 0 and redis.call('GET', KEYS[1]) == ARGV[2] then
-    record_tenure(KEYS[3], ARGV[2], tonumber(ARGV[1]), pttl)
+  if pttl > 0 and holds(redis.call('GET', KEYS[1]), ARGV[2]) then
+    redis.call('SET', KEYS[1], lock_value(ARGV[2], tonumber(ARGV[1]), false), 'PX', pttl)
   end
 elseif ARGV[2] ~= '' then
-  if not redis.call('SET', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[3]) then return 0 end
-  record_tenure(KEYS[3], ARGV[2], tonumber(ARGV[1]), ARGV[3])
+  local value = lock_value(ARGV[2], tonumber(ARGV[1]), false)
+  if not redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[3]) then return 0 end
 end
 local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 if tonumber(ARGV[1]) > last then

@@ -1,21 +1,39 @@
 /**
- * Lua shared by the scripts that write a fencing counter (KEYS[2]). One counter serves every
- * lock of its key prefix and hash slot (or of its prefix and server, off a Cluster), so there
- * are never more of them per prefix than slots: a counter is kept without expiry, which costs
- * one key per slot and saves every acquisition the work of keeping the longest TTL any lock of
- * the slot asked for.
+ * Lua shared by the scripts that write a fencing counter (KEYS[2]) or a mutex's lock value. One
+ * counter serves every lock of its key prefix and hash slot (or of its prefix and server, off a
+ * Cluster), so there are never more of them per prefix than slots: a counter is kept without
+ * expiry, which costs one key per slot and saves every acquisition the work of keeping the
+ * longest TTL any lock of the slot asked for.
  *
- * Since the counter serves many locks, the fencing token of a mutex's holder is recorded
- * beside its lock, in its tenure key (`"<token> <fencing token>"`, with the lock's TTL), for
- * `inspect()`: one write per grant, which renewals keep alive and a release deletes.
+ * A mutex's lock key holds `"<token> <fencing token>"`, so that the grant that issues the
+ * fencing token records it for `inspect()` in the same write, and a renewal or release touches
+ * one key. A lock reserved for a waiter has fencing token 0 until the waiter takes it. A value
+ * that ends in `" +"` tells its release that waiters may be queued: every write of a lock while
+ * its queue exists sets the mark (and a waiter that queues sets it on the lock it waits for), so
+ * that a release without the mark skips looking at the queue. A mark left after the queue
+ * emptied costs that release one `EXISTS`; see `QUEUE_LUA` for why a missing one strands nobody.
+ * Tokens hold no space (see `ownerMark`), and a semaphore's or read-write lock's marker begins
+ * with `#`.
  */
 export const FENCE_LUA = `
 local function set_fence(fence)
   redis.call('SET', KEYS[2], string.format('%.0f', fence))
 end
 
-local function record_tenure(tenure, token, fence, ttl)
-  redis.call('SET', tenure, token .. ' ' .. string.format('%.0f', fence), 'PX', ttl)
+local function lock_value(token, fence, queued)
+  return token .. ' ' .. string.format('%.0f', fence) .. (queued and ' +' or '')
+end
+
+local function holder_of(value)
+  return value and string.match(value, '^%S+')
+end
+
+local function holds(value, token)
+  return holder_of(value) == token
+end
+
+local function queue_marked(value)
+  return string.byte(value, -1) == 43
 end
 `;
 

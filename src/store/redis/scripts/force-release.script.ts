@@ -21,7 +21,7 @@ export function forceReleaseOutcomeOf(reply: unknown): ForceReleaseOutcome {
 }
 
 /**
- * Deletes a mutex whoever holds it (`LockService.forceRelease`), with its tenure, and gives it
+ * Deletes a mutex whoever holds it (`LockService.forceRelease`), and gives it
  * to the head of the queue as a release does (see `grant_head`); with nobody queued, a release
  * message wakes the waiters that race for it. The evicted holder's next renewal or release
  * finds its token gone.
@@ -39,10 +39,10 @@ export const FORCE_RELEASE_SCRIPT = new LuaScript<
 local holder = redis.call('GET', KEYS[1])
 if not holder then return {0, 0} end
 if string.sub(holder, 1, 1) == '#' then return {2, holder} end
-redis.call('DEL', KEYS[1], KEYS[5])
+redis.call('DEL', KEYS[1])
 ${QUEUE_LUA}
 if not grant_head(ARGV[1], '') then
-  redis.call(ARGV[1], KEYS[1], redis.sha1hex(holder))
+  redis.call(ARGV[1], KEYS[1], redis.sha1hex(holder_of(holder)))
 end
 return {1, 1}
 `,

@@ -5,7 +5,6 @@ import { integerOf, listOf } from './script-reply.js';
 /** The keys of {@link INSPECT_SCRIPT}: a lock key and everything kept beside it. */
 export type InspectKeys = [
   lock: string,
-  tenure: string,
   queue: string,
   waiters: string,
   holders: string,
@@ -17,7 +16,7 @@ export type InspectKeys = [
 /**
  * Reads who holds a key and how many wait, in one atomic look that writes nothing (with only
  * the commands the other scripts use, for the ACL of docs/acl.md): the mutex's
- * holder with its tenure (see `FENCE_LUA`), or the live holders of a semaphore or read-write
+ * holder with its fencing token (in the lock's value, see `FENCE_LUA`), or the live holders of a semaphore or read-write
  * lock with their fencing tokens; and the waiters of both lines whose lease still runs.
  *
  * KEYS: see {@link InspectKeys}. Returns `{lock value or '', waiting, token, ttl, fence, …}`,
@@ -36,21 +35,21 @@ local function live(queue, places)
   return n
 end
 local value = redis.call('GET', KEYS[1]) or ''
-local reply = {value, live(KEYS[3], KEYS[4]) + live(KEYS[7], KEYS[8])}
+local reply = {value, live(KEYS[2], KEYS[3]) + live(KEYS[6], KEYS[7])}
 if string.sub(value, 1, 1) == '#' then
-  local held = redis.call('ZRANGE', KEYS[5], 0, -1, 'WITHSCORES')
+  local held = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
   for i = 1, #held, 2 do
     if tonumber(held[i + 1]) > now then
       reply[#reply + 1] = held[i]
       reply[#reply + 1] = tonumber(held[i + 1]) - now
-      reply[#reply + 1] = redis.call('HGET', KEYS[6], held[i]) or '0'
+      reply[#reply + 1] = redis.call('HGET', KEYS[5], held[i]) or '0'
     end
   end
 elseif value ~= '' then
-  local token, fence = string.match(redis.call('GET', KEYS[2]) or '', '^(%S+) (%d+)$')
-  reply[#reply + 1] = value
+  local token, fence = string.match(value, '^(%S+) (%d+)')
+  reply[#reply + 1] = token or value
   reply[#reply + 1] = redis.call('PTTL', KEYS[1])
-  reply[#reply + 1] = token == value and fence or '0'
+  reply[#reply + 1] = fence or '0'
 end
 return reply
 `,

@@ -7,9 +7,9 @@ import { TURN_PREFIX } from '../release-messages.js';
  * functions, and after `NEXT_FENCE_LUA` (fence.lua.ts), whose `next_fence` it uses.
  *
  * KEYS, in both scripts: [1] lock, [2] fencing counter of its slot, [3] queue (zset: waiter
- * token by arrival time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>"),
- * [5] the holder's tenure (see `FENCE_LUA`), which only `grant_head` writes: the semaphore and
- * read-write scripts, whose KEYS[5] is another key, use the queue but never call it.
+ * token by arrival time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>").
+ * The semaphore and read-write scripts use the queue on keys of their own but never call
+ * `grant_head` or `mark_queued`, which write a mutex's lock value.
  *
  * A queued waiter renews its lease each time it checks in; one that stops checking in (its
  * process died) is dropped when it reaches the head with its lease run out, so it cannot block
@@ -21,8 +21,17 @@ import { TURN_PREFIX } from '../release-messages.js';
  * that died, or whose notice comes late, costs the others one handover lease. The channel is
  * the lock key, so that on a Cluster it lives in the lock's slot and the message can go out with
  * SPUBLISH (the scripts take the publishing command as an argument). The leases are constants of
- * the library, written into the script rather than sent with every call. With nobody queued, the
- * scripts touch the queue with one EXISTS.
+ * the library, written into the script rather than sent with every call. With nobody queued, an
+ * acquisition looks at the queue in the `EXISTS` that finds the lock free, and a release whose
+ * lock value has no queue mark (see `FENCE_LUA`) does not look at it at all.
+ *
+ * Every write of a mutex's value while its queue exists carries the mark, and so does the value
+ * of a lock a waiter queues for, in the script that queues it: a holder's release sees the mark
+ * whenever somebody queued during its tenure. Should a mark be missing all the same (a value
+ * written by another writer, say), the release leaves the queue as it is and deletes the lock;
+ * the head's next attempt, at its fallback re-check (within about a second), finds the queue
+ * there and takes the lock, and newcomers still queue behind it: a missing mark costs the head that wait,
+ * never its place, and never exclusion.
  */
 export const QUEUE_LUA = `
 local QUEUE_LEASE, HANDOVER_LEASE = ${QUEUE_LEASE}, ${HANDOVER_LEASE}
@@ -54,14 +63,21 @@ local function grant_head(publish, successor)
   if not head then return false end
   leave_queue(head)
   if head == successor then
-    redis.call('SET', KEYS[1], head, 'PX', ttl)
     local fence = next_fence()
-    record_tenure(KEYS[5], head, fence, ttl)
+    redis.call('SET', KEYS[1], lock_value(head, fence, true), 'PX', ttl)
     return fence
   end
-  redis.call('SET', KEYS[1], head, 'PX', math.min(ttl, HANDOVER_LEASE))
+  redis.call('SET', KEYS[1], lock_value(head, 0, true), 'PX', math.min(ttl, HANDOVER_LEASE))
   redis.call(publish, KEYS[1], '${TURN_PREFIX}' .. head)
   return true
+end
+
+-- Marks the mutex a waiter queues for (see FENCE_LUA), whose PTTL is given (SET … KEEPTTL
+-- would need Redis 6); a kind's marker stays as it is.
+local function mark_queued(value, pttl)
+  if value and pttl > 0 and not queue_marked(value) and string.byte(value, 1) ~= 35 then
+    redis.call('SET', KEYS[1], value .. ' +', 'PX', pttl)
+  end
 end
 `;
 

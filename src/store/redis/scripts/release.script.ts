@@ -14,8 +14,8 @@ export type ReleaseArgs = [
 ];
 
 /**
- * Compare-and-delete. A deleted lock goes straight to the head of the queue if anyone waits
- * there (see `grant_head`); otherwise, when asked to, a message on the lock's channel wakes the
+ * Compare-and-delete. A deleted lock whose value carries the queue mark (see `FENCE_LUA`) goes
+ * straight to the head of the queue if anyone waits there (see `grant_head`); otherwise, when asked to, a message on the lock's channel wakes the
  * waiters that do not queue (fair mode off). That message is the SHA-1 of the released token:
  * it names the release without revealing the token, so that RedLock, which hears one release
  * from every master, can pass it on once. A caller that did not hold the lock leaves the queue
@@ -29,10 +29,11 @@ export type ReleaseArgs = [
  */
 export const RELEASE_SCRIPT = new LuaScript<ScriptKeys, ReleaseArgs, ReleaseOutcome>(
   `${NEXT_FENCE_LUA}
-local released = redis.call('GET', KEYS[1]) == ARGV[1]
+local value = redis.call('GET', KEYS[1])
+local released = holds(value, ARGV[1])
 if released then
-  redis.call('DEL', KEYS[1], KEYS[5])
-  if redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[1])
+  if not queue_marked(value) or redis.call('EXISTS', KEYS[3]) == 0 then
     if ARGV[2] == '1' then redis.call(ARGV[3], KEYS[1], redis.sha1hex(ARGV[1])) end
     return {1, 0}
   end
