@@ -249,6 +249,33 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.shortTtlWaitedPastTtl).toBeGreaterThan(0);
   }, 120_000);
 
+  it('grants in arrival order, across callers and processes, while the queue mark keeps being lost', async () => {
+    const result = await run({
+      redis,
+      callers: 3,
+      faults: ['unmark', 'unmark'],
+      gapMs: 1_000,
+    });
+
+    expect({
+      violations: result.violations,
+      faults: result.faultsByKind,
+      ...safety(result),
+      overtakenQuiet: result.overtakenQuiet,
+    }).toEqual({
+      violations: [],
+      faults: { unmark: 2 },
+      ...SAFE,
+      overtakenQuiet: 0,
+    });
+    expect(result.counter).toBe(result.acceptedWrites);
+    // The path under attack was taken: releases found no mark and left waiters queued, and
+    // the lock went on to them meanwhile.
+    expect(result.unmarkStripped).toBeGreaterThan(0);
+    expect(result.unmarkFreeWithQueue).toBeGreaterThan(0);
+    expect(result.unmarkSections).toBeGreaterThan(0);
+  }, 120_000);
+
   it('keeps them over PostgreSQL through kill, stop, a drain, a restart, a cut-off holder and terminated connections', async () => {
     const server = await PostgresServer.start();
     try {

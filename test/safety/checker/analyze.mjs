@@ -216,6 +216,7 @@ export function analyze(checker, elapsedMs) {
   const partitionFaults = checker.faults.filter((f) => f.kind === 'partition');
   const killWaiterFaults = checker.faults.filter((f) => f.kind === 'kill-waiter');
   const shortTtlFaults = checker.faults.filter((f) => f.kind === 'short-ttl');
+  const unmarkFaults = checker.faults.filter((f) => f.kind === 'unmark');
   const fact = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
     faults.map((f) => f.facts[name]);
   const total = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
@@ -314,6 +315,12 @@ export function analyze(checker, elapsedMs) {
     shortTtlSections: total(shortTtlFaults, 'sections'),
     shortTtlWaitedPastTtl: total(shortTtlFaults, 'waitedPastTtl'),
     shortTtlLostInSection: total(shortTtlFaults, 'lostInSection'),
+    unmarkFaults: unmarkFaults.length,
+    unmarkStripped: total(unmarkFaults, 'stripped'),
+    /** Times the lock was seen free with waiters queued: a release that found no mark. */
+    unmarkFreeWithQueue: total(unmarkFaults, 'freeWithQueue'),
+    unmarkSections: total(unmarkFaults, 'sections'),
+    unmarkMaxGapMs: fact(unmarkFaults, 'maxGapMs'),
     ...drains,
     ...order,
     ...leadership,
@@ -417,6 +424,13 @@ function waiterLines(r) {
           `  kill-waiter            ${r.killWaiterFaults}: ${r.killWaiterVictims} queued ` +
             `waiters killed (ttl 10 s); key unused while others waited ` +
             spread(r.deadWaiterGapMs, ' (handover lease 500 ms)'),
+        ]
+      : []),
+    ...(r.unmarkFaults
+      ? [
+          `  unmark                 ${r.unmarkFaults}: ${r.unmarkStripped} queue marks taken ` +
+            `off, lock seen free with waiters queued ${r.unmarkFreeWithQueue} times; ` +
+            `${r.unmarkSections} sections, key unused at most ${spread(r.unmarkMaxGapMs, '')}`,
         ]
       : []),
     ...(r.shortTtlFaults

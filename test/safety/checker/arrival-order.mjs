@@ -18,7 +18,7 @@
  * that were granted (one that timed out, failed or died has no grant to be out of order). Faults
  * reorder legitimately (a restarted Redis forgets the line; a stalled or stopped waiter loses
  * its place): an overtaking is a violation only when no fault was in flight while the overtaken
- * caller waited.
+ * caller waited, other than one that must keep the order (a lost queue mark).
  */
 
 /** How long after a fault ends its effects on the line may last, in ms (a handover lease and more). */
@@ -55,10 +55,12 @@ function arrivalOf(section) {
 export function analyzeOrder(checker, violations) {
   const checked = checker.orderChecked;
   const sections = checked ? checker.sectionList : [];
-  const faults = checker.faults.map((f) => ({
-    from: f.startedHr,
-    to: (f.endedHr ?? Infinity) + AFTERMATH_MS,
-  }));
+  const faults = checker.faults
+    .filter((f) => !f.keepsOrder)
+    .map((f) => ({
+      from: f.startedHr,
+      to: (f.endedHr ?? Infinity) + AFTERMATH_MS,
+    }));
   const troubled = (/** @type {number} */ from, /** @type {number} */ to) =>
     faults.some((f) => f.from <= to && f.to >= from);
   let waitedGrants = 0;

@@ -137,10 +137,10 @@ const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.met
 
 /**
  * @typedef {'kill' | 'stop' | 'drain' | 'restart' | 'minority' | 'majority' | 'expire' | 'partition' | 'leader' | 'terminate' | WaiterFaultKind} FaultKind
- * @typedef {'lag' | 'kill-waiter' | 'short-ttl'} WaiterFaultKind
+ * @typedef {'lag' | 'kill-waiter' | 'short-ttl' | 'unmark'} WaiterFaultKind
  */
 /** The faults aimed at the waiters of the fair handover (single Redis). */
-const WAITER_FAULT_KINDS = /** @type {const} */ (['lag', 'kill-waiter', 'short-ttl']);
+const WAITER_FAULT_KINDS = /** @type {const} */ (['lag', 'kill-waiter', 'short-ttl', 'unmark']);
 
 /** Every worker's commandTimeout: a command stalled longer is answered late, if at all. */
 const COMMAND_TIMEOUT_MS = 1_000;
@@ -206,6 +206,18 @@ const VICTIM_TTL = 10_000;
  * to be waited out would cost.
  */
 const DEAD_WAITER_BOUND_MS = 2_000;
+
+/** How long `unmark` keeps stripping the queue mark from the lock's value, in ms. */
+const UNMARK_WINDOW_MS = 3_000;
+
+/**
+ * How long the key may stay unused while others wait during `unmark`, in ms. A release that
+ * found no mark leaves the queue as it is; the next attempt of any waiter (its fallback
+ * re-check, at most 1.25 s away) or a newcomer's first attempt grants the head. The bound
+ * leaves a second of slack on a loaded machine, and lies below the holders' TTLs that waiters
+ * stranded until an expiry would cost over a run.
+ */
+const UNMARKED_GAP_BOUND_MS = 2_500;
 
 /**
  * @typedef {object} CheckerOptions
@@ -292,6 +304,8 @@ const DEAD_WAITER_BOUND_MS = 2_000;
  * @property {number} [endedHr] when it ended, on that clock
  * @property {boolean} losesLock whether the fault may take the lock from its victim, and so
  *   explain an overlap (all but a `minority` fault that the lock should survive)
+ * @property {boolean} keepsOrder whether the lock must still go in arrival order while the fault
+ *   runs (`unmark`), so that an overtaking during it is a violation
  * @property {string[]} problems what went wrong (violations)
  * @property {Record<string, unknown>} facts what was measured
  */
@@ -852,6 +866,7 @@ export class SafetyChecker {
       const fault = this.begin(kind, 0, 0);
       if (kind === 'lag') await this.lag(fault);
       else if (kind === 'kill-waiter') await this.killWaiter(fault);
+      else if (kind === 'unmark') await this.unmark(fault);
       else await this.shortTtl(fault);
       await this.settle(fault);
       return;
@@ -903,6 +918,7 @@ export class SafetyChecker {
       // Only a fault that can take the lock from its holder explains an overlap: not one that
       // the lock should survive (a drained holder keeps it to the end of its work).
       losesLock: kind !== 'minority' && kind !== 'drain' && !isWaiterFault(kind),
+      keepsOrder: kind === 'unmark',
       problems: [],
       facts: {},
     };
@@ -1117,6 +1133,44 @@ export class SafetyChecker {
       );
     }
     await replacements;
+  }
+
+  /**
+   * `unmark`: for a few seconds, takes the queue mark off the mutex's lock value as soon as a
+   * waiter puts it there, so that releases leave the queue to the waiters' own attempts (see
+   * QUEUE_LUA). The lock must still go in arrival order (the order check counts overtakings
+   * during this fault as violations), the key must not stay unused for long while others wait,
+   * and the path under attack must have been taken: a lock seen free with waiters queued.
+   * @param {Fault} fault
+   */
+  async unmark(fault) {
+    if (this.kind !== 'mutex' || this.masterCount !== 1) {
+      fault.problems.push('unmark needs a mutex on one Redis');
+      return;
+    }
+    const lockKey = this.keyPrefix + this.key;
+    const endAt = Date.now() + UNMARK_WINDOW_MS;
+    let stripped = 0;
+    let freeWithQueue = 0;
+    while (Date.now() < endAt) {
+      const step = await this.lockServers.stripQueueMark(lockKey);
+      if (step === 1) stripped++;
+      else if (step === 2) freeWithQueue++;
+      await sleep(1);
+    }
+    const restoredSeq = this.seq;
+    const during = this.sectionList.filter(
+      (s) => s.acquiredSeq > fault.startSeq && s.acquiredSeq <= restoredSeq,
+    );
+    const maxGapMs = Math.max(0, ...this.idleGaps(fault.startSeq, restoredSeq));
+    Object.assign(fault.facts, { stripped, freeWithQueue, sections: during.length, maxGapMs });
+    if (stripped === 0) fault.problems.push('no queue mark was there to take off');
+    if (maxGapMs >= UNMARKED_GAP_BOUND_MS) {
+      fault.problems.push(
+        `the key stayed unused for ${maxGapMs} ms while the queue mark was lost ` +
+          `(bound ${UNMARKED_GAP_BOUND_MS} ms)`,
+      );
+    }
   }
 
   /**
