@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { LockLostError } from '../../src/index.js';
+import { LockLostError, type Lock } from '../../src/index.js';
 import { RedisServer } from '../support/redis-server.js';
 import {
   aborted,
@@ -108,5 +108,47 @@ describe('watchdog batching (on a Redis of its own, so that command counts are e
     expect(renewalCalls).toBeLessThanOrEqual(12);
     expect(locks.every((lock) => !lock.signal.aborted)).toBe(true);
     await Promise.all(locks.map((lock) => lock.release()));
+  });
+
+  describe('a Redis that pauses while hundreds of locks are due (five requests of renewals)', () => {
+    const COUNT = 600;
+    const pause = async (ms: number) => {
+      process.kill(server.pid!, 'SIGSTOP');
+      try {
+        await sleep(ms);
+      } finally {
+        process.kill(server.pid!, 'SIGCONT');
+      }
+    };
+    const acquireAll = (name: string, ttl: number) =>
+      Promise.all(
+        Array.from({ length: COUNT }, (_, i) => app.locks.acquire(`${name}:${i}`, { ttl })),
+      );
+    /** The locks whose key in Redis no longer holds their token. */
+    const goneFromRedis = async (locks: Lock[]) => {
+      const values = await monitor.mget(...locks.map((lock) => lock.key));
+      return locks.filter((lock, i) => holderIn(values[i]) !== lock.token);
+    };
+
+    it('keeps every lock through a pause shorter than what the validity has left at a renewal', async () => {
+      // Renewals every second; a lock renewed just before the pause has about 2 s left.
+      const locks = await acquireAll('short-pause', 3_000);
+      await pause(1_200);
+      // Past the renewals that the pause held up, and the next ones.
+      await sleep(1_500);
+      expect(locks.filter((lock) => lock.signal.aborted)).toEqual([]);
+      expect(await goneFromRedis(locks)).toEqual([]);
+      await Promise.all(locks.map((lock) => lock.release()));
+    });
+
+    it('ends every lock, none left believed held without its key, when the pause outlasts the TTL', async () => {
+      const locks = await acquireAll('long-pause', 900);
+      await pause(2_000);
+      const reasons = await Promise.all(locks.map(aborted));
+      expect(reasons.filter((reason) => !(reason instanceof LockLostError))).toEqual([]);
+      // And the keys are free for others: no renewal that came through late put one back.
+      expect(await goneFromRedis(locks)).toHaveLength(COUNT);
+      expect((await Promise.all(locks.map((lock) => lock.release()))).some(Boolean)).toBe(false);
+    });
   });
 });
