@@ -16,16 +16,18 @@ const CHUNKS_PER_TURN = 4;
  * sent without waiting for each other's replies, so that they share round trips. A script's
  * keys must share one hash slot on a Cluster, so there the chunks are cut per slot (the client
  * still pipelines the calls to each node).
- * @returns one entry per entry of `entries`, in their order: whether it was renewed
+ * @returns one entry per entry of `entries`, in their order: whether it was renewed, or
+ *   `undefined` when its node failed while another answered (Cluster)
  */
 export async function renewInChunks(
   scripts: KindScripts,
   command: TimedCommand,
   cluster: boolean,
   entries: readonly RenewalEntry[],
-): Promise<boolean[]> {
+): Promise<(boolean | undefined)[]> {
   const batches = cluster ? [...groupBySlot(entries).values()] : [entries];
   const calls: Promise<boolean[]>[] = [];
+  const sizes: number[] = [];
   for (const batch of batches) {
     for (let i = 0; i < batch.length; i += RENEW_CHUNK) {
       // Writing a chunk's command takes the event loop most of a millisecond: with many locks
@@ -38,13 +40,20 @@ export async function renewInChunks(
       const call = command(chunk[0].key, 'renew', () => scripts.renew(chunk));
       call.catch(() => undefined);
       calls.push(call);
+      sizes.push(chunk.length);
     }
   }
-  const replies = (await Promise.all(calls)).flat();
-  if (!cluster) return replies;
+  if (!cluster) return (await Promise.all(calls)).flat();
+  // A node that fails (a failover, a timeout) leaves its slots' locks undecided, for the
+  // watchdog to try again, and the other nodes' answers still count.
+  const settled = await Promise.allSettled(calls);
+  if (settled.every((call) => call.status === 'rejected')) throw settled[0].reason;
+  const replies = settled.flatMap((call, i) =>
+    call.status === 'fulfilled' ? call.value : Array<undefined>(sizes[i]).fill(undefined),
+  );
   // The replies come in slot order: put them back in the order of the entries.
   const renewed = new Map(batches.flat().map((entry, i) => [entry, replies[i]]));
-  return entries.map((entry) => renewed.get(entry) === true);
+  return entries.map((entry) => renewed.get(entry));
 }
 
 function groupBySlot(entries: readonly RenewalEntry[]): Map<number, RenewalEntry[]> {

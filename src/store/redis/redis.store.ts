@@ -158,7 +158,7 @@ export class RedisLockStore implements LockStore {
     await this.scripts.keepPlaces(key, tokens, (call) => this.command(key, 'keep places', call));
   }
 
-  async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
+  async renew(entries: readonly RenewalEntry[]): Promise<(boolean | undefined)[]> {
     const connection = this.replicas?.connection ?? 0;
     const renewed = await renewInChunks(this.scripts, this.command, this.cluster, entries);
     if (entries.length > 0) await this.replicas?.replicated(entries[0].key, 'renew', connection);

@@ -11,7 +11,7 @@ import type {
   StoredLock,
 } from '../lock-store.interface.js';
 import type { RedisLockStore } from '../redis/redis.store.js';
-import { askMasters, count, type RedlockMaster, type Tally } from './ask-masters.js';
+import { askMasters, count, decidedOn, type RedlockMaster, type Tally } from './ask-masters.js';
 import { subscribeOnMasters } from './redlock-subscription.js';
 import { majorityView } from './redlock-view.js';
 
@@ -142,7 +142,7 @@ export class RedlockLockStore implements LockStore {
     for (const { token } of entries) this.renewing.set(token, (this.renewing.get(token) ?? 0) + 1);
     const tally = await askMasters(
       this.masters,
-      (store) => store.renew(entries),
+      (store) => store.renew(entries).then(decidedOn),
       (answers, failed) =>
         failed > this.tolerated || entries.every((_, i) => this.outcome(answers, i) !== undefined),
     );
