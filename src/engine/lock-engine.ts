@@ -31,6 +31,7 @@ import { ownerMark } from './token.js';
 import type { Waiter } from './waiter.js';
 import { Waiters } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
+import { throttledWarning } from './throttled-warning.js';
 
 /**
  * The lock engine: acquisition, waiting, the watchdog, release after work and shutdown, over one
@@ -65,10 +66,11 @@ export class LockEngine implements LockOwner {
     private readonly warn: (message: string) => void,
     private readonly telemetry: LockTelemetry = NO_TELEMETRY,
   ) {
+    const renewalFailed = throttledWarning(warn, 1_000);
     this.watchdog = new Watchdog(
       store,
       (lock, reason, kind) => this.onLost(lock, reason, kind),
-      (error) => warn(`Lock renewal failed, will retry: ${messageOf(error)}`),
+      (error) => renewalFailed(`Lock renewal failed, will retry: ${messageOf(error)}`),
     );
     this.waiters = new Waiters(store, store.capabilities.queueing);
     this.scopes = new LockScopes(this);
