@@ -15,9 +15,10 @@ export type InspectKeys = [
 
 /**
  * Reads who holds a key and how many wait, in one atomic look that writes nothing (with only
- * the commands the other scripts use, for the ACL of docs/acl.md): the mutex's
- * holder with its fencing token (in the lock's value, see `FENCE_LUA`), or the live holders of a semaphore or read-write
- * lock with their fencing tokens; and the waiters of both lines whose lease still runs.
+ * the commands the other scripts use, for the ACL of docs/acl.md): the mutex's holder with its
+ * fencing token (in the lock's value, see `FENCE_LUA`), or the live holders of a semaphore or
+ * read-write lock with their fencing tokens; and the waiters of both lines whose lease still
+ * runs.
  *
  * KEYS: see {@link InspectKeys}. Returns `{lock value or '', waiting, token, ttl, fence, …}`,
  * a triple per holder, fence 0 where none is recorded (a lock reserved for a waiter).

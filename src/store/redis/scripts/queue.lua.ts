@@ -7,9 +7,9 @@ import { TURN_PREFIX } from '../release-messages.js';
  * functions, and after `NEXT_FENCE_LUA` (fence.lua.ts), whose `next_fence` it uses.
  *
  * KEYS, in both scripts: [1] lock, [2] fencing counter of its slot, [3] queue (zset: waiter
- * token by arrival time in µs), [4] waiters (hash: waiter token to "<lease end, server ms> <ttl it asked for>").
- * The semaphore and read-write scripts use the queue on keys of their own but never call
- * `grant_head` or `mark_queued`, which write a mutex's lock value.
+ * token by arrival time in µs), [4] waiters (hash: waiter token to "<lease end, server ms>
+ * <ttl it asked for>"). The semaphore and read-write scripts use the queue on keys of their
+ * own but never call `grant_head` or `mark_queued`, which write a mutex's lock value.
  *
  * A queued waiter renews its lease each time it checks in; one that stops checking in (its
  * process died) is dropped when it reaches the head with its lease run out, so it cannot block
@@ -29,9 +29,9 @@ import { TURN_PREFIX } from '../release-messages.js';
  * of a lock a waiter queues for, in the script that queues it: a holder's release sees the mark
  * whenever somebody queued during its tenure. Should a mark be missing all the same (a value
  * written by another writer, say), the release leaves the queue as it is and deletes the lock;
- * the head's next attempt, at its fallback re-check (within about a second), finds the queue
- * there and takes the lock, and newcomers still queue behind it: a missing mark costs the head that wait,
- * never its place, and never exclusion.
+ * the head's next attempt, at its fallback re-check (within about a second), or a newcomer's,
+ * finds the queue there and takes or reserves the lock for the head, and newcomers queue
+ * behind it: a missing mark costs the head that wait, never its place, and never exclusion.
  */
 export const QUEUE_LUA = `
 local QUEUE_LEASE, HANDOVER_LEASE = ${QUEUE_LEASE}, ${HANDOVER_LEASE}

@@ -15,8 +15,9 @@ export type ReleaseArgs = [
 
 /**
  * Compare-and-delete. A deleted lock whose value carries the queue mark (see `FENCE_LUA`) goes
- * straight to the head of the queue if anyone waits there (see `grant_head`); otherwise, when asked to, a message on the lock's channel wakes the
- * waiters that do not queue (fair mode off). That message is the SHA-1 of the released token:
+ * straight to the head of the queue if anyone waits there (see `grant_head`); otherwise, when
+ * asked to, a message on the lock's channel wakes the waiters that do not queue (fair mode
+ * off). That message is the SHA-1 of the released token:
  * it names the release without revealing the token, so that RedLock, which hears one release
  * from every master, can pass it on once. A caller that did not hold the lock leaves the queue
  * (a waiter that gives up).
