@@ -202,12 +202,14 @@ export class Watchdog {
     this.timerAt = Infinity;
   }
 
-  /** The next slice, after the event loop's timers and I/O (a timer would wait 1 ms a slice). */
+  /**
+   * The next slice, after the event loop's timers and I/O (a timer would wait 1 ms a slice);
+   * not unref'd, or the loop could sleep in its poll while the slice's locks go unrenewed.
+   */
   private continueTick(): void {
     this.stopTimer();
     this.timerAt = -Infinity;
     this.continuation = setImmediate(() => this.tick());
-    this.continuation.unref();
   }
 
   /**

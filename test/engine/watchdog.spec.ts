@@ -1,3 +1,6 @@
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { LockLostError, type Lock } from '../../src/index.js';
 import { RedisServer } from '../support/redis-server.js';
@@ -12,6 +15,8 @@ import {
 } from '../support/lock-app.js';
 import { backends, type Backend } from '../support/backends.js';
 import { holderIn } from '../support/lock-value.js';
+
+const IDLE_HOLDER = fileURLToPath(new URL('../support/idle-holder-process.mjs', import.meta.url));
 
 describe.each(backends)('watchdog (%s store)', (_, makeBackend) => {
   const prefix = uniquePrefix();
@@ -150,5 +155,21 @@ describe('watchdog batching (on a Redis of its own, so that command counts are e
       expect(await goneFromRedis(locks)).toHaveLength(COUNT);
       expect((await Promise.all(locks.map((lock) => lock.release()))).some(Boolean)).toBe(false);
     });
+  });
+});
+
+describe('watchdog in a process that does nothing else (memory store)', () => {
+  it('keeps 1,000 locks alive across several TTLs, renewed in many requests', async () => {
+    // More locks than one renewal request takes: the rest follow turn by turn, and must not
+    // wait for something else to wake the event loop, as nothing else does here (the memory
+    // store answers without I/O, and the process waits on one timer).
+    const child = fork(IDLE_HOLDER, [], {
+      execArgv: [],
+      stdio: 'inherit',
+      env: { ...process.env, LOCK_COUNT: '1000', LOCK_TTL: '600', IDLE_MS: '2000' },
+    });
+    const [report] = (await once(child, 'message')) as [{ held: number; lost: number }];
+    await once(child, 'exit');
+    expect(report).toEqual({ held: 1_000, lost: 0 });
   });
 });
