@@ -249,11 +249,11 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.shortTtlWaitedPastTtl).toBeGreaterThan(0);
   }, 120_000);
 
-  it('grants in arrival order, across callers and processes, while the queue mark keeps being lost', async () => {
+  it('grants in arrival order, across callers and processes, while the queue mark keeps being lost, and keeps tokens growing after the clock steps back', async () => {
     const result = await run({
       redis,
       callers: 3,
-      faults: ['unmark', 'unmark'],
+      faults: ['unmark', 'clock-back', 'unmark'],
       gapMs: 1_000,
     });
 
@@ -264,10 +264,12 @@ describe('the multi-process safety checker (small size)', () => {
       overtakenQuiet: result.overtakenQuiet,
     }).toEqual({
       violations: [],
-      faults: { unmark: 2 },
+      faults: { unmark: 2, 'clock-back': 1 },
       ...SAFE,
       overtakenQuiet: 0,
     });
+    // Tokens came from the counter while it led the clock, and kept growing.
+    expect(result.clockBackWhileAhead).toBeGreaterThan(0);
     expect(result.counter).toBe(result.acceptedWrites);
     // The path under attack was taken: releases found no mark and left waiters queued, and
     // the lock went on to them meanwhile.

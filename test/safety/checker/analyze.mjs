@@ -217,6 +217,7 @@ export function analyze(checker, elapsedMs) {
   const killWaiterFaults = checker.faults.filter((f) => f.kind === 'kill-waiter');
   const shortTtlFaults = checker.faults.filter((f) => f.kind === 'short-ttl');
   const unmarkFaults = checker.faults.filter((f) => f.kind === 'unmark');
+  const clockBackFaults = checker.faults.filter((f) => f.kind === 'clock-back');
   const fact = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
     faults.map((f) => f.facts[name]);
   const total = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
@@ -321,6 +322,9 @@ export function analyze(checker, elapsedMs) {
     unmarkFreeWithQueue: total(unmarkFaults, 'freeWithQueue'),
     unmarkSections: total(unmarkFaults, 'sections'),
     unmarkMaxGapMs: fact(unmarkFaults, 'maxGapMs'),
+    clockBackFaults: clockBackFaults.length,
+    /** Sections granted while the counter led the clock: their tokens came from it. */
+    clockBackWhileAhead: total(clockBackFaults, 'whileAhead'),
     ...drains,
     ...order,
     ...leadership,
@@ -431,6 +435,12 @@ function waiterLines(r) {
           `  unmark                 ${r.unmarkFaults}: ${r.unmarkStripped} queue marks taken ` +
             `off, lock seen free with waiters queued ${r.unmarkFreeWithQueue} times; ` +
             `${r.unmarkSections} sections, key unused at most ${spread(r.unmarkMaxGapMs, '')}`,
+        ]
+      : []),
+    ...(r.clockBackFaults
+      ? [
+          `  clock-back             ${r.clockBackFaults}: counter moved 1.5 s ahead of the ` +
+            `clock; ${r.clockBackWhileAhead} sections granted while it led`,
         ]
       : []),
     ...(r.shortTtlFaults

@@ -136,7 +136,7 @@ const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.meta.url));
 
 /**
- * @typedef {'kill' | 'stop' | 'drain' | 'restart' | 'minority' | 'majority' | 'expire' | 'partition' | 'leader' | 'terminate' | WaiterFaultKind} FaultKind
+ * @typedef {'kill' | 'stop' | 'drain' | 'restart' | 'minority' | 'majority' | 'expire' | 'partition' | 'leader' | 'terminate' | 'clock-back' | WaiterFaultKind} FaultKind
  * @typedef {'lag' | 'kill-waiter' | 'short-ttl' | 'unmark'} WaiterFaultKind
  */
 /** The faults aimed at the waiters of the fair handover (single Redis). */
@@ -152,6 +152,7 @@ export const FAULT_KINDS = /** @type {const} */ ([
   'restart',
   ...WAITER_FAULT_KINDS,
   'leader',
+  'clock-back',
 ]);
 /** The faults of the RedLock mode, and its default plan. */
 export const REDLOCK_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'minority', 'majority']);
@@ -206,6 +207,9 @@ const VICTIM_TTL = 10_000;
  * to be waited out would cost.
  */
 const DEAD_WAITER_BOUND_MS = 2_000;
+
+/** How far ahead of the server clock `clock-back` moves the fencing counter, in ms. */
+const CLOCK_BACK_MS = 1_500;
 
 /** How long `unmark` keeps stripping the queue mark from the lock's value, in ms. */
 const UNMARK_WINDOW_MS = 3_000;
@@ -855,6 +859,12 @@ export class SafetyChecker {
 
   /** @param {FaultKind} kind */
   async inject(kind) {
+    if (kind === 'clock-back') {
+      const fault = this.begin(kind, 0, 0);
+      await this.clockBack(fault);
+      await this.settle(fault);
+      return;
+    }
     if (kind === 'leader') {
       const fault = this.begin(kind, 0, 0);
       fault.losesLock = false;
@@ -917,8 +927,9 @@ export class SafetyChecker {
       startedHr: sharedNow(),
       // Only a fault that can take the lock from its holder explains an overlap: not one that
       // the lock should survive (a drained holder keeps it to the end of its work).
-      losesLock: kind !== 'minority' && kind !== 'drain' && !isWaiterFault(kind),
-      keepsOrder: kind === 'unmark',
+      losesLock:
+        kind !== 'minority' && kind !== 'drain' && kind !== 'clock-back' && !isWaiterFault(kind),
+      keepsOrder: kind === 'unmark' || kind === 'clock-back',
       problems: [],
       facts: {},
     };
@@ -1133,6 +1144,32 @@ export class SafetyChecker {
       );
     }
     await replacements;
+  }
+
+  /**
+   * `clock-back`: moves the fencing counter ahead of the server clock, as a clock stepped back
+   * that far would leave it, and lasts until the clock has caught up (so that a later restart,
+   * which empties the counter, leaves tokens to a clock that is ahead of them again). Tokens
+   * must keep growing meanwhile, from the counter (the order check runs over the whole
+   * history); the fault checks that sections were granted while the counter led, and that
+   * every section after the move got a token above where it put the counter.
+   * @param {Fault} fault
+   */
+  async clockBack(fault) {
+    const movedAt = Date.now();
+    const movedTo = await this.lockServers.counterAhead(this.keyPrefix, CLOCK_BACK_MS * 1_000);
+    const startSeq = this.seq;
+    await sleep(CLOCK_BACK_MS + 200);
+    const after = this.sectionList.filter((s) => s.acquiredSeq > startSeq);
+    const whileAhead = after.filter((s) => s.acquiredAt < movedAt + CLOCK_BACK_MS - 100).length;
+    const atOrBelow = after.filter((s) => s.token <= movedTo).length;
+    Object.assign(fault.facts, { movedTo, sections: after.length, whileAhead });
+    if (atOrBelow > 0) {
+      fault.problems.push(
+        `${atOrBelow} of ${after.length} sections after the counter moved ahead got a token ` +
+          `at or below it`,
+      );
+    }
   }
 
   /**

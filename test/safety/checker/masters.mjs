@@ -148,6 +148,27 @@ export class LockServers {
   }
 
   /**
+   * Moves the fencing counter of `prefix` (one server) `byUs` µs ahead of where it is, as if
+   * the server's clock had stepped back that far: the next tokens must come from the counter,
+   * not the clock. Returns the counter's new value.
+   * @param {string} prefix
+   * @param {number} byUs
+   */
+  async counterAhead(prefix, byUs) {
+    const moved = await this.probes[0].eval(
+      `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local next = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0')) + tonumber(ARGV[1])
+redis.call('SET', KEYS[1], string.format('%.0f', next))
+return string.format('%.0f', next)`,
+      1,
+      `{${prefix}}:fence`,
+      String(byUs),
+    );
+    return Number(moved);
+  }
+
+  /**
    * The TTLs that the waiters queued for the lock `key` asked for, in queue order (fair mode,
    * one server).
    * @param {string} key
