@@ -213,15 +213,16 @@ export class Watchdog {
   }
 
   /**
-   * Takes the locks due within a sixth of their TTL, earliest first (up to {@link SLICE}; the
-   * rest in the next turn of the event loop), and renews them in one batch.
+   * Takes the locks due within a sixth of their TTL, earliest first (up to {@link SLICE}, lost
+   * ones included; the rest in the next turn of the event loop), and renews them in one batch.
    */
   private tick(): void {
     this.timer = this.continuation = undefined;
     this.timerAt = Infinity;
     const now = monotonicNow();
     const due: HeldLock[] = [];
-    while (due.length < SLICE) {
+    let taken = 0; // lost locks count too: each aborts a signal and sends a release
+    while (taken < SLICE) {
       const at = this.due.nextAt;
       const lock = this.due.peek();
       if (lock === undefined) break;
@@ -229,6 +230,7 @@ export class Watchdog {
       this.due.pop();
       if (!this.current(lock, at) || lock.renewing) continue;
       lock.dueAt = NaN;
+      taken++;
       if (lock.validUntil <= now) {
         this.lose(lock, 'renewals did not reach the store before its validity ran out', 'timeout');
       } else {
@@ -236,7 +238,7 @@ export class Watchdog {
       }
     }
     if (due.length > 0) this.renew(due, now);
-    if (due.length === SLICE) this.continueTick();
+    if (taken === SLICE) this.continueTick();
     else this.wakeAt(this.due.nextAt);
   }
 

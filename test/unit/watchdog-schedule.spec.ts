@@ -30,8 +30,8 @@ const owner: LockOwner = {
   driftOf: () => 0,
 };
 
-function heldLock(i: number, ttl: number): HeldLock {
-  return new HeldLock(owner, {
+function grantOf(i: number, ttl: number) {
+  return {
     name: `k${i}`,
     key: `k${i}`,
     token: `t${i}`,
@@ -39,7 +39,11 @@ function heldLock(i: number, ttl: number): HeldLock {
     ttl,
     watchdog: true,
     validFrom: performance.now(),
-  });
+  };
+}
+
+function heldLock(i: number, ttl: number): HeldLock {
+  return new HeldLock(owner, grantOf(i, ttl));
 }
 
 async function settle(): Promise<void> {
@@ -94,6 +98,21 @@ describe('Watchdog: a tick renews the locks that are due, and only those', () =>
     await jest.advanceTimersByTimeAsync(10_000);
     expect(lost).toEqual([]);
     expect(watchdog.size).toBe(5_000);
+  });
+
+  it('ends locks whose validity ran out before their turn in slices too, lost ones counted', () => {
+    // Taken long ago, never renewed (the process stalled): all 300 are past their validity.
+    const validFrom = performance.now() - 10_000;
+    for (let i = 0; i < 300; i++) {
+      watchdog.track(new HeldLock(owner, { ...grantOf(i, 3_000), validFrom }));
+    }
+    jest.advanceTimersToNextTimer();
+    expect(lost).toHaveLength(125);
+    jest.advanceTimersToNextTimer();
+    expect(lost).toHaveLength(250);
+    jest.advanceTimersToNextTimer();
+    expect(lost).toHaveLength(300);
+    expect(store.calls).toEqual([]);
   });
 
   it('tells the locks of a renewal that never answers that they are lost, when their validity ends', async () => {
