@@ -3,6 +3,7 @@ import type { LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
 import { DueQueue } from './due-queue.js';
 import type { HeldLock } from './held-lock.js';
+import { MAX_RETRY_DELAY, SLICE } from './renewal-pacing.js';
 import { ValidityGuards } from './validity-guards.js';
 
 /**
@@ -11,17 +12,6 @@ import { ValidityGuards } from './validity-guards.js';
  * watchdog reached the end of its TTL, as it was meant to).
  */
 export type LossKind = 'gone' | 'timeout' | 'expired';
-
-/** Longest pause before retrying a renewal that failed to reach the store. */
-const MAX_RETRY_DELAY = 1_000;
-
-/**
- * Locks whose renewals one tick takes (in one request) before it lets the event loop run other
- * work: writing a request for more, and confirming its reply, holds the event loop for more
- * than about a millisecond (with 100,000 locks held, slices of 500 put the p99 of a 1 ms
- * probe's delay at 3.2–3.7 ms; slices of 125 at 1.9–2.2 ms).
- */
-const SLICE = 125;
 
 /**
  * Keeps held locks alive and notices when they are lost.
@@ -47,7 +37,7 @@ export class Watchdog {
   );
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
-  /** The rest of a tick that had more locks due than a slice, after the event loop's I/O. */
+  /** The rest of a tick that had more locks due than a slice, once a renewal's reply came. */
   private continuation?: NodeJS.Immediate;
   /** Who waits for the last lock to go (see {@link whenEmpty}). */
   private emptied: (() => void)[] = [];
@@ -203,13 +193,21 @@ export class Watchdog {
   }
 
   /**
-   * The next slice, after the event loop's timers and I/O (a timer would wait 1 ms a slice);
-   * not unref'd, or the loop could sleep in its poll while the slice's locks go unrenewed.
+   * The next slice goes when a renewal's reply comes (see {@link nudge}), so that requests do
+   * not pile up faster than the store answers them (their replies would then come in bursts
+   * that hold the event loop), or after 1 ms at the latest, whatever the store does.
    */
   private continueTick(): void {
     this.stopTimer();
     this.timerAt = -Infinity;
-    this.continuation = setImmediate(() => this.tick());
+    this.timer = setTimeout(() => this.tick(), 1);
+    this.timer.unref();
+  }
+
+  /** A reply came: a slice waiting to follow goes after the event loop's I/O (ref'd: see below). */
+  private nudge(): void {
+    // An unref'd immediate would let the event loop sleep in its poll before running it.
+    if (this.timerAt === -Infinity) this.continuation ??= setImmediate(() => this.tick());
   }
 
   /**
@@ -217,8 +215,7 @@ export class Watchdog {
    * ones included; the rest in the next turn of the event loop), and renews them in one batch.
    */
   private tick(): void {
-    this.timer = this.continuation = undefined;
-    this.timerAt = Infinity;
+    this.stopTimer();
     const now = monotonicNow();
     const due: HeldLock[] = [];
     let taken = 0; // lost locks count too: each aborts a signal and sends a release
@@ -252,6 +249,7 @@ export class Watchdog {
     new Promise<(boolean | undefined)[]>((resolve) => resolve(this.store.renew(entries))).then(
       (renewed) => {
         cancelGuard();
+        this.nudge();
         const undecided: HeldLock[] = [];
         locks.forEach((lock, i) => {
           lock.renewing = false;
@@ -273,6 +271,7 @@ export class Watchdog {
       },
       (error: unknown) => {
         cancelGuard();
+        this.nudge();
         this.onRenewalError(error);
         for (const lock of locks) {
           lock.renewing = false;

@@ -100,6 +100,21 @@ describe('Watchdog: a tick renews the locks that are due, and only those', () =>
     expect(watchdog.size).toBe(5_000);
   });
 
+  it('sends the next slice when a reply comes, or 1 ms after the last at the latest', async () => {
+    store.answer = 'later';
+    for (let i = 0; i < 1_000; i++) watchdog.track(heldLock(i, 3_000));
+    jest.advanceTimersByTime(1_000);
+    expect(store.calls).toHaveLength(1);
+    // A reply: the next slice follows after the event loop's I/O, not a timer.
+    store.later[0](Array<boolean>(125).fill(true));
+    await settle();
+    jest.advanceTimersByTime(0);
+    expect(store.calls).toHaveLength(2);
+    // No reply: the next one still goes, 1 ms later.
+    jest.advanceTimersByTime(1);
+    expect(store.calls).toHaveLength(3);
+  });
+
   it('ends locks whose validity ran out before their turn in slices too, lost ones counted', () => {
     // Taken long ago, never renewed (the process stalled): all 300 are past their validity.
     const validFrom = performance.now() - 10_000;
