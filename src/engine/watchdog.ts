@@ -204,9 +204,9 @@ export class Watchdog {
     this.timer.unref();
   }
 
-  /** A reply came: a slice waiting to follow goes after the event loop's I/O (ref'd: see below). */
+  /** A reply came: a slice waiting to follow goes after the event loop's I/O. */
   private nudge(): void {
-    // An unref'd immediate would let the event loop sleep in its poll before running it.
+    // Ref'd: with an unref'd immediate, the event loop could sleep in its poll before it.
     if (this.timerAt === -Infinity) this.continuation ??= setImmediate(() => this.tick());
   }
 

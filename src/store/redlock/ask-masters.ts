@@ -70,7 +70,7 @@ export function count<T>(values: readonly T[], test: (value: T) => boolean): num
   return n;
 }
 
-/** A master's renewals, all decided (a single master answers for all or fails; see renewInChunks). */
+/** A master's renewals, all decided: a single master answers for all or fails (renewInChunks). */
 export function decidedOn(renewed: (boolean | undefined)[]): boolean[] {
   if (renewed.some((outcome) => outcome === undefined)) throw new Error('renewals not decided');
   return renewed as boolean[];
