@@ -397,7 +397,12 @@ export class SafetyChecker {
     this.faultPlan =
       options.faults ??
       // kill-waiter tells a worker's waiting by its one caller.
-      kinds.filter((kind) => this.callers === 1 || kind !== 'kill-waiter');
+      // unmark takes a mutex's queue mark off (a semaphore's or read-write lock's has none).
+      kinds.filter(
+        (kind) =>
+          (this.callers === 1 || kind !== 'kill-waiter') &&
+          (kind !== 'unmark' || options.kind === undefined),
+      );
     // A fault of the other mode would test nothing (no single server to restart under RedLock,
     // no minority to lose on one server, no follower to cut off on a standalone ZooKeeper):
     // refuse it rather than pass without testing.
