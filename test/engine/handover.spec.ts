@@ -115,29 +115,35 @@ describe('the fair handover', () => {
 
     it('costs the head of the queue a re-check when lost, never its place', async () => {
       const prefix = uniquePrefix();
-      const [holder, waiter, newcomer] = [
-        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
-        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
-        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
-      ];
-      apps.push(holder, waiter, newcomer);
-      const held = await holder.locks.acquire('unmarked', { ttl: 10_000 });
-      const waited = waiter.locks.acquire('unmarked', { ttl: 10_000, waitTimeout: 20_000 });
-      await until(async () => (await redis.zcard(queueOf(held.key))) === 1);
-      // Let the waiter's re-checks back off to about once a second, so that none of them puts
-      // the mark back between its loss and the release.
-      await sleep(2_500);
-      await redis.set(held.key, `${held.token} ${held.fencingToken}`, 'KEEPTTL');
-      await held.release();
-      // The release did not look at the queue: the lock is gone and the waiter still queued.
-      expect(await redis.exists(held.key)).toBe(0);
-      expect(await redis.zrange(queueOf(held.key), 0, -1)).toHaveLength(1);
-      // A caller that comes now finds the queue and does not pass its head.
-      expect(await newcomer.locks.tryAcquire('unmarked')).toBeNull();
-      const lock = await waited;
-      expect(holderIn(await redis.get(lock.key))).toBe(lock.token);
-      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
-      await lock.release();
+      const proxy = await TcpProxy.start(server.port);
+      try {
+        // The waiter's command connection is the first through the proxy.
+        const waiter = await bootLockApp({ redis: proxy.url, keyPrefix: prefix });
+        const holder = await bootLockApp({ redis: server.url, keyPrefix: prefix });
+        const newcomer = await bootLockApp({ redis: server.url, keyPrefix: prefix });
+        apps.push(holder, waiter, newcomer);
+        const held = await holder.locks.acquire('unmarked', { ttl: 10_000 });
+        const waited = waiter.locks.acquire('unmarked', { ttl: 10_000, waitTimeout: 20_000 });
+        await until(async () => (await redis.zcard(queueOf(held.key))) === 1);
+        // The waiter's attempts wait meanwhile, so that none of its re-checks puts the mark
+        // back between its loss and the release.
+        proxy.stall((connection) => connection === 1);
+        await redis.set(held.key, `${held.token} ${held.fencingToken}`, 'KEEPTTL');
+        await held.release();
+        // The release did not look at the queue: the lock is gone and the waiter still queued.
+        expect(await redis.exists(held.key)).toBe(0);
+        expect(await redis.zrange(queueOf(held.key), 0, -1)).toHaveLength(1);
+        // A caller that comes now finds the queue and does not pass its head.
+        expect(await newcomer.locks.tryAcquire('unmarked')).toBeNull();
+        proxy.resume();
+        const lock = await waited;
+        expect(holderIn(await redis.get(lock.key))).toBe(lock.token);
+        expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+        await lock.release();
+      } finally {
+        proxy.resume();
+        await proxy.stop();
+      }
     });
 
     it('leaves an uncontended acquire and release six commands in Redis', async () => {
