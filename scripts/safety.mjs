@@ -7,8 +7,9 @@
  * --unfenced-reads (the resource fences writes only, as `writeFenced` does), --json,
  * --faults a,b,c (the faults to cycle through; default: all of the mode's). The single-Redis
  * mode's faults are kill, stop, drain (SIGTERM: the holder's app drains, finishing its section
- * under the lock), restart (aimed at the holder) and lag, kill-waiter, short-ttl, unmark (aimed at
- * the waiters of the fair handover; unmark takes the queue mark off a mutex's value) and leader
+ * under the lock), restart (aimed at the holder) and lag, kill-waiter, short-ttl, unmark,
+ * stale-turn (aimed at the waiters of the fair handover; unmark takes the queue mark off a
+ * mutex's value, stale-turn tells waiters of grants from before their refusals) and leader
  * (every worker stands in a leader election, whose leader resigns, is SIGTERMed, killed or paused
  * in turn: see test/safety/checker/leader.mjs), and clock-back (the fencing counter moved ahead
  * of the server clock), with --lag MIN-MAX (ms, default 1000-3000). On a mutex it also

@@ -39,8 +39,8 @@ export interface LockHolder {
    */
   ttlMs: number;
   /**
-   * The fencing token the holder was given; absent while the lock is reserved for the head of
-   * the line, which has not taken it yet.
+   * The fencing token the holder was given; absent while the lock (or permit) is only reserved
+   * for the head of the line, which has not taken it yet, where the store reserves it.
    */
   fencingToken?: number;
   /** A read-write lock's holder: reading or writing. */

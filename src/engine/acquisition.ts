@@ -6,7 +6,11 @@ import {
 import type { LockId } from '../keys/lock-keys.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
 import { kindOf } from '../store/lock-kind.js';
-import type { AcquireAttempt, LockStore } from '../store/lock-store.interface.js';
+import {
+  HANDOVER_LEASE,
+  type AcquireAttempt,
+  type LockStore,
+} from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
 import { HeldLock, type LockOwner } from './held-lock.js';
 import type { InFlight } from './in-flight.js';
@@ -47,6 +51,8 @@ export class Acquisition implements Waiter {
   private settle?: { resolve: (lock: HeldLock) => void; reject: (error: unknown) => void };
   /** In the waiting room: what an attempt of its took in the store is still the caller's. */
   private waiting = false;
+  /** Its last attempt that queued it: when it was sent, and the `lastFence` of its answer. */
+  private refused?: { sentAt: number; lastFence: number };
 
   constructor(
     private readonly parts: AcquisitionParts,
@@ -119,15 +125,43 @@ export class Acquisition implements Waiter {
 
   private send(): Promise<AcquireAttempt> {
     const queue = this.parts.store.capabilities.queueing && this.options.waitTimeout > 0;
+    const sentAt = monotonicNow();
     // An attempt that timed out and is applied later took what the caller's next attempt will
     // find its own: it is given back only if the caller neither holds the lock nor waits on.
-    return this.parts.store.acquire(
+    const reply = this.parts.store.acquire(
       this.key,
       this.token,
       this.options.ttl,
       queue,
       () => this.waiting || this.parts.watchdog.holds(this.token),
     );
+    return queue ? reply.then((result) => this.noteRefusal(result, sentAt)) : reply;
+  }
+
+  private noteRefusal(result: AcquireAttempt, sentAt: number): AcquireAttempt {
+    if (!result.acquired && result.lastFence !== undefined) {
+      if (sentAt >= (this.refused?.sentAt ?? -Infinity)) {
+        this.refused = { sentAt, lastFence: result.lastFence };
+      }
+    }
+    return result;
+  }
+
+  /**
+   * A grant announced with `fencingToken` came after the caller's last refused attempt ran if
+   * that attempt's `lastFence` is below it (fencing tokens only grow): the store then keeps the
+   * lock the caller's for the handover lease (at most its TTL) from a moment after that attempt
+   * was sent. Only a lock that its watchdog renews starts on so short a validity, and only with
+   * half of it left; otherwise the caller's next attempt takes the lock, with its whole TTL.
+   */
+  noticeGrant(fencingToken: number): { validFrom: number; validFor: number } | undefined {
+    const { ttl, watchdog, holdFor } = this.options;
+    const { refused } = this;
+    if (!watchdog || holdFor !== undefined) return undefined;
+    if (refused === undefined || fencingToken <= refused.lastFence) return undefined;
+    const validFor = Math.min(ttl, HANDOVER_LEASE);
+    const left = refused.sentAt + validFor - this.parts.owner.driftOf(validFor) - monotonicNow();
+    return left >= validFor / 2 ? { validFrom: refused.sentAt, validFor } : undefined;
   }
 
   /**
@@ -153,11 +187,11 @@ export class Acquisition implements Waiter {
    * instead of starting work that nothing protects.
    * @throws LockShuttingDownError, LockConnectionError
    */
-  private hold(fencingToken: number, validFrom: number): HeldLock {
+  private hold(fencingToken: number, validFrom: number, validFor = this.options.ttl): HeldLock {
     const { store, watchdog, gate, owner } = this.parts;
     const refusal = gate.refuses(this.insideLock)
       ? new LockShuttingDownError(this.name)
-      : this.late(validFrom);
+      : this.late(validFrom, validFor);
     if (refusal) {
       store.release(this.key, this.token).catch(() => undefined);
       throw refusal;
@@ -172,6 +206,7 @@ export class Acquisition implements Waiter {
       ttl,
       watchdog: renewed,
       validFrom,
+      validFor,
       holdFor,
       probe,
     };
@@ -180,20 +215,20 @@ export class Acquisition implements Waiter {
     return lock;
   }
 
-  late(validFrom: number): LockConnectionError | undefined {
-    const { ttl } = this.options;
-    if (validFrom + ttl - this.parts.owner.driftOf(ttl) > monotonicNow()) return undefined;
+  late(validFrom: number, validFor = this.options.ttl): LockConnectionError | undefined {
+    if (validFrom + validFor - this.parts.owner.driftOf(validFor) > monotonicNow()) return;
+    const validity = validFor === this.options.ttl ? `ttl ${validFor}` : validFor;
     return new LockConnectionError(
       this.name,
-      `the lock was granted, but its validity (ttl ${ttl} ms) ran out before the answer came`,
+      `the lock was granted, but its validity (${validity} ms) ran out before the answer came`,
     );
   }
 
-  acquired(fencingToken: number, validFrom: number): void {
+  acquired(fencingToken: number, validFrom: number, validFor?: number): void {
     this.waiting = false;
     this.stopListening();
     try {
-      this.settle?.resolve(this.hold(fencingToken, validFrom));
+      this.settle?.resolve(this.hold(fencingToken, validFrom, validFor));
     } catch (error) {
       this.settle?.reject(error);
     }

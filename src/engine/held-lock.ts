@@ -21,6 +21,8 @@ export interface LockGrant {
   watchdog: boolean;
   /** Monotonic ms at which the request that proved the lock ours was sent. */
   validFrom: number;
+  /** How long the store keeps it from then without a renewal, when not `ttl` (a handover's). */
+  validFor?: number;
   holdFor?: number;
   /** What telemetry follows the lock by, when it records anything. */
   probe?: LockProbe;
@@ -70,7 +72,7 @@ export class HeldLock implements Lock {
     this.holdFor = grant.holdFor;
     this.probe = grant.probe;
     this.acquiredAt = grant.validFrom;
-    this.confirmed(grant.validFrom, grant.ttl);
+    this.confirmed(grant.validFrom, grant.validFor ?? grant.ttl);
   }
 
   get signal(): AbortSignal {

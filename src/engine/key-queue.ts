@@ -1,6 +1,7 @@
 import { HANDOVER_LEASE, type LockEvent } from '../store/lock-store.interface.js';
 import { LockConnectionError } from '../lock.errors.js';
 import { monotonicNow } from './clock.js';
+import { Deadlines } from './deadlines.js';
 import { PlaceKeeper } from './place-keeper.js';
 import { Recheck } from './recheck.js';
 import type { Waiter } from './waiter.js';
@@ -14,16 +15,19 @@ const RECENT_TURNS = 8;
  * be lost, after a fallback delay bounded by the holder's remaining TTL and by a jittered
  * exponential backoff. The others cost one request a second between them, which renews the
  * places in the store's queue that their first attempts took, until they reach the head. A
- * message never makes a caller a holder by itself: only the answer to a request does, which the
- * caller can date (see {@link Waiter.acquired}).
+ * caller holds only from a moment it can date by a request whose answer it has: its attempt's,
+ * or a release's of this process, or, for a grant announced with its fencing token, its last
+ * refused attempt's when that attempt ran before the grant (see {@link Waiter.noticeGrant}).
  */
 export class KeyQueue {
   readonly waiters: Waiter[] = [];
-  private readonly timeouts = new Map<Waiter, NodeJS.Timeout>();
+  private readonly deadlines = new Deadlines((waiter) => {
+    const error = this.unreachable.get(waiter);
+    this.drop(waiter, () => (error ? waiter.failed(error) : waiter.timedOut(this.pttl)));
+  });
   /**
-   * Plain release messages heard so far, and the last few tokens whose turn was announced: what
-   * a caller that queued meanwhile may have missed. A turn announced for somebody else is no
-   * news to it (its first attempt found the lock taken, and it is in line).
+   * Plain release messages heard, and the last few turns announced: what a caller that queued
+   * meanwhile may have missed (a turn of somebody else is no news to it: it is in line).
    */
   releases = 0;
   private readonly turns: string[] = [];
@@ -32,26 +36,23 @@ export class KeyQueue {
   private attempting = false;
   /** A release was announced while an attempt was on its way. */
   private notified = false;
+  /** The head's grant announced while its attempt was on its way, whose answer dates it. */
+  private noticed?: { waiter: Waiter; fencingToken: number };
   private readonly recheck = new Recheck(() => this.next());
   /** Waiters that a release of this process served while their own attempt was on its way. */
   private readonly handedOver = new WeakSet<Waiter>();
-  /**
-   * Waiters whose last attempt could not reach the store, with its error: they wait on, and
-   * fail with that error if their deadline comes before an attempt gets through.
-   */
+  /** Waiters whose last attempt got no answer, with its error: theirs if their deadline comes. */
   private readonly unreachable = new Map<Waiter, LockConnectionError>();
   /** Renews the places of the callers behind the head while there are any. */
   private readonly places: PlaceKeeper;
 
   /**
    * @param pttl the holder's TTL as the first attempt saw it, or -1
-   * @param queueing the store keeps a queue (fair mode): a caller that becomes the head here
-   *   tries at once, which renews its place in that queue; without one it would only find the
-   *   lock taken, and waits for the release instead
+   * @param queueing the store keeps a queue (fair mode): a new head here tries at once, which
+   *   renews its place there; without one it waits for the release instead
    * @param emptied called when the last waiter has left
    * @param keepPlaces renews the store's queue leases of the given callers (with a queueing
-   *   store): those behind the head, which make no attempts, took places with their first
-   *   attempts, and a place that is not renewed lapses as a dead waiter's does
+   *   store): those behind the head make no attempts, and their places would lapse
    */
   constructor(
     readonly key: string,
@@ -64,10 +65,9 @@ export class KeyQueue {
   }
 
   /**
-   * Adds a caller; `heard` is how many release messages had been heard when its first attempt
-   * was sent, if the key was subscribed to then. `late` puts it at the head: a caller whose
-   * first attempt was granted too late to use, whose token may still hold the lock. That is
-   * its last word from the store until another attempt is answered.
+   * Adds a caller; `heard`: the release messages heard when its first attempt was sent, if
+   * subscribed then. `late` puts it at the head: its first attempt was granted too late to use,
+   * and its token may still hold the lock; that is its last word from the store for now.
    */
   add(waiter: Waiter, heard?: number, late?: LockConnectionError): void {
     if (late) {
@@ -76,12 +76,11 @@ export class KeyQueue {
     } else {
       this.waiters.push(waiter);
     }
-    if (waiter.deadline < Infinity) this.armDeadline(waiter);
+    this.deadlines.arm(waiter);
     this.keepPlacesBehindHead();
     if (!this.subscribed || this.attempting || this.waiters[0] !== waiter) return;
-    // Subscribed since before the first attempt, with no release and no turn of its own
-    // announced since: any release after that attempt will be heard, so there is nothing to
-    // try until then.
+    // Subscribed since before its first attempt, with no release and no turn of its own heard
+    // since: any later release will be heard, so there is nothing to try until then.
     if (heard === this.releases && !this.turns.includes(waiter.token)) this.fallBack();
     else this.next();
   }
@@ -99,10 +98,7 @@ export class KeyQueue {
     else this.emptied(this);
   }
 
-  /**
-   * A release by this process gave the lock to `token`, valid from `validFrom`; `false` when
-   * that caller no longer waits.
-   */
+  /** A release here gave `token` the lock, valid from `validFrom`; `false`: it waits no more. */
   handOver(token: string, fencingToken: number, validFrom: number): boolean {
     const index = this.waiters.findIndex((candidate) => candidate.token === token);
     if (index < 0) return false;
@@ -148,7 +144,7 @@ export class KeyQueue {
   failAll(errorOf: (waiter: Waiter) => unknown): void {
     this.places.stop();
     for (const waiter of this.waiters.splice(0)) {
-      clearTimeout(this.timeouts.get(waiter));
+      this.deadlines.clear(waiter);
       waiter.failed(errorOf(waiter));
     }
   }
@@ -165,18 +161,17 @@ export class KeyQueue {
     if (turn === undefined) this.releases++;
     else if (this.turns.push(turn) > RECENT_TURNS) this.turns.shift();
     const named = turn === undefined ? -1 : this.waiters.findIndex((w) => w.token === turn);
-    if (named > 0) {
-      // The turn of a caller of ours behind the head (the head's own place lapsed, or its
-      // first attempt reached the store later). It goes first here too, or nobody would take
-      // the lock reserved for it.
-      this.waiters.unshift(...this.waiters.splice(named, 1));
-    }
+    const fencingToken = event.type === 'turn' ? event.fencingToken : undefined;
+    if (named >= 0 && fencingToken !== undefined && this.takeUp(named, fencingToken)) return;
+    // The turn of a caller of ours behind the head (the head's own place lapsed, or its first
+    // attempt reached the store later) goes first here too, or nobody would take the lock.
+    if (named > 0) this.waiters.unshift(...this.waiters.splice(named, 1));
     const head = this.waiters[0];
     if (!head) return;
     if (turn !== undefined && turn !== head.token) {
-      // Reserved for a waiter of another process: our head keeps its place. Should that waiter
-      // not take it (it died, or hears too late), the reservation ends within the handover
-      // lease, and nobody announces that: look again then.
+      // Granted to a waiter of another process: our head keeps its place. Should that waiter
+      // not take it up (it died, or hears too late), the grant ends within the handover lease,
+      // and nobody announces that: look again then.
       this.pttl = HANDOVER_LEASE;
       if (!this.attempting) this.fallBack(true);
       return;
@@ -188,6 +183,29 @@ export class KeyQueue {
     }
     if (this.attempting) this.notified = true;
     else this.next();
+  }
+
+  /**
+   * The store granted the lock to the caller at `index` and said so (see `LockEvent`): `true`
+   * when it holds from the notice. The head's attempt on its way decides for the head: a
+   * refusal may date the grant, and a grant takes its place.
+   */
+  private takeUp(index: number, fencingToken: number): boolean {
+    const waiter = this.waiters[index];
+    if (this.attempting && index === 0) this.noticed = { waiter, fencingToken };
+    else if (this.holdFromNotice(waiter, fencingToken)) {
+      if (!this.attempting) this.afterAttempt(index === 0);
+      return true;
+    }
+    return false;
+  }
+
+  /** Makes the caller a holder of the lock granted with `fencingToken`, if it can date it. */
+  private holdFromNotice(waiter: Waiter, fencingToken: number): boolean {
+    const grant = waiter.noticeGrant(fencingToken);
+    if (grant === undefined || !this.remove(waiter)) return false;
+    waiter.acquired(fencingToken, grant.validFrom, grant.validFor);
+    return true;
   }
 
   /** Lets the head of the queue try once. */
@@ -205,6 +223,8 @@ export class KeyQueue {
     head.attempt().then(
       (result) => {
         this.attempting = false;
+        const { noticed } = this;
+        this.noticed = undefined;
         // The store answered: no caller's last word from it is that it could not be reached.
         this.unreachable.clear();
         const late = result.acquired ? head.late(sentAt) : undefined;
@@ -224,22 +244,23 @@ export class KeyQueue {
           this.notified = false;
         } else {
           this.pttl = result.pttl;
+          if (noticed?.waiter === head && this.holdFromNotice(head, noticed.fencingToken)) {
+            this.pttl = -1;
+            this.notified = false;
+          }
         }
         this.afterAttempt(this.waiters[0] !== head);
       },
       (error: unknown) => {
         this.attempting = false;
+        this.noticed = undefined;
         if (error instanceof LockConnectionError && this.waiters.includes(head)) {
-          // The store did not answer (a failover, a restart, a slow network): a caller that
-          // waits in line keeps its place there and tries again, more slowly each time, until
-          // its deadline. Its attempts carry its token, so one that was applied unanswered is
-          // only repeated: the store counts the lock (or permit, or place) as the caller's.
+          // The store did not answer (a failover, a restart, a slow network): the caller keeps
+          // its place and tries again, more slowly each time, until its deadline. Its attempts
+          // carry its token, so one applied unanswered is only repeated.
           this.unreachable.set(head, error);
           this.pttl = -1;
-          this.afterAttempt(this.waiters[0] !== head);
-          return;
-        }
-        if (this.remove(head)) head.failed(error);
+        } else if (this.remove(head)) head.failed(error);
         this.afterAttempt(this.waiters[0] !== head);
       },
     );
@@ -266,32 +287,12 @@ export class KeyQueue {
     this.places.start(() => this.waiters.slice(1).map((waiter) => waiter.token));
   }
 
-  private armDeadline(waiter: Waiter): void {
-    const timer = setTimeout(
-      () => this.giveUp(waiter),
-      Math.ceil(Math.max(0, waiter.deadline - monotonicNow())),
-    );
-    this.timeouts.set(waiter, timer);
-  }
-
-  private giveUp(waiter: Waiter): void {
-    // Timers count on the event loop's millisecond clock and can fire a little early by the
-    // monotonic one; a caller must have waited its full waitTimeout.
-    if (monotonicNow() < waiter.deadline && this.waiters.includes(waiter)) {
-      this.armDeadline(waiter);
-      return;
-    }
-    const error = this.unreachable.get(waiter);
-    this.drop(waiter, () => (error ? waiter.failed(error) : waiter.timedOut(this.pttl)));
-  }
-
   /** Takes a waiter out of the queue; `false` if it was no longer there. */
   private remove(waiter: Waiter): boolean {
     const index = this.waiters.indexOf(waiter);
     if (index < 0) return false;
     this.waiters.splice(index, 1);
-    clearTimeout(this.timeouts.get(waiter));
-    this.timeouts.delete(waiter);
+    this.deadlines.clear(waiter);
     this.unreachable.delete(waiter);
     if (this.waiters.length < 2) this.places.stop();
     return true;

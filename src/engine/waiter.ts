@@ -20,10 +20,17 @@ export interface Waiter {
    */
   late(validFrom: number): LockConnectionError | undefined;
   /**
-   * The caller holds the lock, valid from monotonic `validFrom`: when the request whose answer
-   * proved it (the caller's own attempt, or the release that handed it over) was sent.
+   * Whether the caller may hold the lock on the strength of a notice that the store granted it
+   * with `fencingToken` (see `LockEvent`): from when and for how long, or `undefined` when its
+   * next attempt must take the lock instead.
    */
-  acquired(fencingToken: number, validFrom: number): void;
+  noticeGrant(fencingToken: number): { validFrom: number; validFor: number } | undefined;
+  /**
+   * The caller holds the lock, valid from monotonic `validFrom` for `validFor` ms (its TTL by
+   * default): from when the request whose answer proved it (the caller's own attempt, or the
+   * release that handed it over) was sent.
+   */
+  acquired(fencingToken: number, validFrom: number, validFor?: number): void;
   /** The caller gives up with `error`, and leaves the store's queue. */
   failed(error: unknown): void;
   /** The deadline passed; `pttl` is what the last attempt learned of the holder's TTL. */

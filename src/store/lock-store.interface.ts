@@ -3,18 +3,35 @@ import type { LockStoreCapabilities } from './capabilities.js';
 /** Outcome of one acquisition attempt. */
 export type AcquireAttempt =
   | { acquired: true; fencingToken: number }
-  /** `pttl`: ms the current holder's lock still lives, or -1 when unknown or unbounded. */
-  | { acquired: false; pttl: number };
+  | {
+      acquired: false;
+      /** Ms the current holder's lock still lives, or -1 when unknown or unbounded. */
+      pttl: number;
+      /**
+       * A queued mutex caller, where the store grants by notice (see {@link LockEvent}): no
+       * fencing token the store issued for the key before this attempt ran is above it, and
+       * every one it issues after is.
+       */
+      lastFence?: number;
+    };
 
 /**
- * What a store tells the callers that wait for a key. An event makes nobody a holder: a waiter
- * that hears one makes an attempt, whose answer it can date.
+ * What a store tells the callers that wait for a key. An event proves nothing by itself, as it
+ * may come late: a waiter that hears one makes an attempt, whose answer it can date, unless
+ * the event is a grant that the waiter can date from an answer it already has (see `turn`).
  */
 export type LockEvent =
   /** The lock (or a permit) was released: whoever waits may try. `id` names the release. */
   | { readonly type: 'released'; readonly id?: string }
-  /** The lock (or a permit) is reserved for the waiter with `token`: its next attempt takes it. */
-  | { readonly type: 'turn'; readonly token: string };
+  /**
+   * The lock (or a permit) is reserved for the waiter with `token`: its next attempt takes it.
+   * With `fencingToken`, the lock was granted to that waiter with this fencing token, for
+   * `min(ttl, HANDOVER_LEASE)` from when the store granted it. A waiter whose last refused
+   * attempt reported a `lastFence` below it knows that attempt ran before the grant, so it
+   * may hold the lock from when that attempt was sent, for that long; otherwise its next
+   * attempt takes the lock, as from a reservation.
+   */
+  | { readonly type: 'turn'; readonly token: string; readonly fencingToken?: number };
 
 /** One lock for a batched renewal. */
 export interface RenewalEntry {
@@ -152,8 +169,8 @@ export interface ReleaseOutcome {
 export const QUEUE_LEASE = 3_000;
 
 /**
- * How long a lock reserved for a queued waiter in another process waits for that waiter to take
- * it, in ms (at most the waiter's TTL): what a waiter that died while queued, or hears of its
- * turn too late, costs the others.
+ * How long a lock reserved (or granted by notice) for a queued waiter in another process waits
+ * for that waiter to take it, or to renew it, in ms (at most the waiter's TTL): what a waiter
+ * that died while queued, or hears of its turn too late, costs the others.
  */
 export const HANDOVER_LEASE = 500;

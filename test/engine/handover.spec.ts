@@ -173,6 +173,70 @@ describe('the fair handover', () => {
     });
   });
 
+  describe('the grant carried by the release notice', () => {
+    const queueOf = (key: string) => `{${key}}:queue`;
+
+    it('makes the waiter of another process a holder from the notice, and renews the lock to its TTL', async () => {
+      const prefix = uniquePrefix();
+      const [holder, waiter] = [
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+      ];
+      apps.push(holder, waiter);
+      const held = await holder.locks.acquire('noticed', { ttl: 10_000 });
+      const notices: string[] = [];
+      const listener = rawClient(server.url);
+      try {
+        await listener.subscribe(held.key);
+        listener.on('message', (_channel: string, message: string) => notices.push(message));
+        const waited = waiter.locks.acquire('noticed', { ttl: 10_000, waitTimeout: 20_000 });
+        await until(async () => (await redis.zcard(queueOf(held.key))) === 1);
+        const [waiterToken] = await redis.zrange(queueOf(held.key), 0, -1);
+        await held.release();
+        const lock = await waited;
+        // The notice named the waiter and the fencing token it holds: no attempt of its own
+        // issued another one.
+        await until(async () => notices.length === 1);
+        expect(notices).toEqual([`turn:${waiterToken} ${lock.fencingToken}`]);
+        expect(lock.token).toBe(waiterToken);
+        // Granted for the handover lease (500 ms); its watchdog renews it to the whole TTL.
+        await sleep(800);
+        expect(lock.signal.aborted).toBe(false);
+        expect(holderIn(await redis.get(lock.key))).toBe(lock.token);
+        expect(await redis.pttl(lock.key)).toBeGreaterThan(8_000);
+        expect(await lock.release()).toBe(true);
+      } finally {
+        listener.disconnect();
+      }
+    });
+
+    it('holds nobody on a notice of a grant from before the waiter was refused', async () => {
+      const prefix = uniquePrefix();
+      const [holder, waiter] = [
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+        await bootLockApp({ redis: server.url, keyPrefix: prefix }),
+      ];
+      apps.push(holder, waiter);
+      const held = await holder.locks.acquire('stale', { ttl: 10_000 });
+      let waiterLock: Lock | undefined;
+      const waited = waiter.locks
+        .acquire('stale', { ttl: 10_000, waitTimeout: 20_000 })
+        .then((lock) => (waiterLock = lock));
+      await until(async () => (await redis.zcard(queueOf(held.key))) === 1);
+      const [waiterToken] = await redis.zrange(queueOf(held.key), 0, -1);
+      // The holder's grant, as a late notice would tell it to the waiter: it came before the
+      // waiter's refusal, which saw the holder there.
+      await redis.publish(held.key, `turn:${waiterToken} ${held.fencingToken}`);
+      await sleep(300);
+      expect(waiterLock).toBeUndefined();
+      expect(holderIn(await redis.get(held.key))).toBe(held.token);
+      await held.release();
+      const lock = await waited;
+      expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
+      await lock.release();
+    });
+  });
+
   it('costs the others about a queue lease, not a TTL, when a queued waiter dies', async () => {
     const prefix = uniquePrefix();
     const holder = await bootLockApp({ redis: server.url, keyPrefix: prefix });

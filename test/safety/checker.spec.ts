@@ -249,11 +249,11 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.shortTtlWaitedPastTtl).toBeGreaterThan(0);
   }, 120_000);
 
-  it('grants in arrival order, across callers and processes, while the queue mark keeps being lost, and keeps tokens growing after the clock steps back', async () => {
+  it('grants in arrival order, across callers and processes, while the queue mark keeps being lost, holds nobody on stale grant notices, and keeps tokens growing after the clock steps back', async () => {
     const result = await run({
       redis,
       callers: 3,
-      faults: ['unmark', 'clock-back', 'unmark'],
+      faults: ['unmark', 'stale-turn', 'clock-back', 'unmark'],
       gapMs: 1_000,
     });
 
@@ -264,7 +264,7 @@ describe('the multi-process safety checker (small size)', () => {
       overtakenQuiet: result.overtakenQuiet,
     }).toEqual({
       violations: [],
-      faults: { unmark: 2, 'clock-back': 1 },
+      faults: { unmark: 2, 'stale-turn': 1, 'clock-back': 1 },
       ...SAFE,
       overtakenQuiet: 0,
     });
@@ -276,6 +276,9 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.unmarkStripped).toBeGreaterThan(0);
     expect(result.unmarkFreeWithQueue).toBeGreaterThan(0);
     expect(result.unmarkSections).toBeGreaterThan(0);
+    // Waiters refused since a grant were told of it as theirs, and nobody held on it (SAFE).
+    expect(result.staleTurnNotices).toBeGreaterThan(0);
+    expect(result.staleTurnSections).toBeGreaterThan(0);
   }, 120_000);
 
   it('keeps them over PostgreSQL through kill, stop, a drain, a restart, a cut-off holder and terminated connections', async () => {

@@ -26,8 +26,12 @@ class ScriptedWaiter implements Waiter {
 
   /** Answers the attempt on its way. */
   answer(attempt: AcquireAttempt): void {
+    if (!attempt.acquired && attempt.lastFence !== undefined) this.lastFence = attempt.lastFence;
     this.reply().resolve(attempt);
   }
+
+  /** What the last refusal said of the fencing tokens issued before it ran. */
+  private lastFence = Infinity;
 
   /** Fails the attempt on its way. */
   fail(error: Error): void {
@@ -43,8 +47,13 @@ class ScriptedWaiter implements Waiter {
   late(): LockConnectionError | undefined {
     return this.tooLate ? new LockConnectionError('k', 'the answer came too late') : undefined;
   }
-  acquired(fencingToken: number, validFrom: number): void {
-    this.events.push(`acquired ${fencingToken} from ${validFrom}`);
+  /** Dates a grant by its fencing token as `Acquisition` does, from a made-up send time. */
+  noticeGrant(fencingToken: number): { validFrom: number; validFor: number } | undefined {
+    return fencingToken > this.lastFence ? { validFrom: 7, validFor: 500 } : undefined;
+  }
+  acquired(fencingToken: number, validFrom: number, validFor?: number): void {
+    const span = validFor === undefined ? '' : ` for ${validFor}`;
+    this.events.push(`acquired ${fencingToken} from ${validFrom}${span}`);
   }
   failed(error: unknown): void {
     this.events.push(`failed ${String(error)}`);
@@ -171,6 +180,77 @@ describe('KeyQueue: one key, the callers of one process', () => {
     await settle();
     expect(b.events).toEqual([expect.stringMatching(/^acquired 4 from /)]);
     expect(a.events).toEqual([]);
+  });
+
+  describe('a turn that carries the grant (its fencing token)', () => {
+    const queuedAt = (lastFence: number, pttl = 10_000): AcquireAttempt => ({
+      acquired: false,
+      pttl,
+      lastFence,
+    });
+
+    it('makes a holder of a waiter whose last refusal came before it, with no attempt', async () => {
+      const q = queue();
+      const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+      q.add(a);
+      q.add(b);
+      a.answer(queuedAt(100));
+      await settle();
+      q.heard({ type: 'turn', token: 'a', fencingToken: 101 });
+      expect(a.events).toEqual(['acquired 101 from 7 for 500']);
+      expect(a.attempts).toBe(1);
+      // The next caller in line takes its place in the store's line at once, as after a grant.
+      expect(b.attempts).toBe(1);
+    });
+
+    it('leaves it to an attempt when the grant is not above the last refusal', async () => {
+      const q = queue();
+      const a = new ScriptedWaiter('a');
+      q.add(a);
+      a.answer(queuedAt(100));
+      await settle();
+      // An old notice, heard after a later refusal: the lock may be somebody else's by now.
+      q.heard({ type: 'turn', token: 'a', fencingToken: 100 });
+      expect(a.events).toEqual([]);
+      expect(a.attempts).toBe(2);
+    });
+
+    it('lets the answer of the attempt on its way decide', async () => {
+      const q = queue();
+      const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+      q.add(a);
+      q.add(b);
+      q.heard({ type: 'turn', token: 'a', fencingToken: 50 });
+      expect(a.events).toEqual([]);
+      // Refused after the grant (the grant ran out and another took the lock): no holder.
+      a.answer(queuedAt(60));
+      await settle();
+      expect(a.events).toEqual([]);
+      expect(a.attempts).toBe(2);
+      q.heard({ type: 'turn', token: 'a', fencingToken: 70 });
+      // Refused before the grant: the refusal dates it.
+      a.answer(queuedAt(65));
+      await settle();
+      expect(a.events).toEqual(['acquired 70 from 7 for 500']);
+      expect(b.attempts).toBe(1);
+    });
+
+    it('serves a caller behind the head without disturbing the head', async () => {
+      const q = queue();
+      const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+      q.add(a);
+      q.add(b);
+      a.answer(queuedAt(100));
+      await settle();
+      q.heard({ type: 'turn', token: 'b', fencingToken: 120 });
+      // b made no attempt here, so nothing dates the grant: it asks.
+      expect(b.attempts).toBe(1);
+      b.answer(queuedAt(130));
+      await settle();
+      q.heard({ type: 'turn', token: 'b', fencingToken: 140 });
+      expect(b.events).toEqual(['acquired 140 from 7 for 500']);
+      expect(a.events).toEqual([]);
+    });
   });
 
   it('follows a turn heard while an attempt was on its way with another attempt', async () => {

@@ -37,6 +37,16 @@ describe('the Lua scripts’ replies', () => {
     });
   });
 
+  describe.each(both([0, 1234, TOKEN]))('acquire, given %s', (_, reply) => {
+    it('reads {0, pttl, lastFence} as a refusal that queued the caller', () => {
+      expect(ACQUIRE_SCRIPT.decode(reply)).toEqual({
+        acquired: false,
+        pttl: 1234,
+        lastFence: TOKEN,
+      });
+    });
+  });
+
   describe.each(both([1, TOKEN]))('a semaphore or read-write attempt, given %s', (_, reply) => {
     it('reads {1, token} as a permit with its fencing token', () => {
       expect(SHARED_ACQUIRE_SCRIPT.decode(reply)).toEqual({ acquired: true, fencingToken: TOKEN });
@@ -117,6 +127,8 @@ describe('the Lua scripts’ replies', () => {
     ['acquire', ACQUIRE_SCRIPT, null],
     ['acquire', ACQUIRE_SCRIPT, [1]],
     ['acquire', ACQUIRE_SCRIPT, [1, 2, 3]],
+    ['acquire', ACQUIRE_SCRIPT, [0, 2, 3, 4]],
+    ['acquire', ACQUIRE_SCRIPT, [0, 2, 'x']],
     ['acquire', ACQUIRE_SCRIPT, [1, 'OK']],
     ['acquire', ACQUIRE_SCRIPT, [1, '']],
     ['acquire', ACQUIRE_SCRIPT, [1, 1.5]],

@@ -221,8 +221,15 @@ export class RedisLockStore implements LockStore {
     return {};
   }
 
+  /**
+   * With `waitForReplicas`, a turn's grant is not taken up from its notice: the release's write
+   * was not waited for, so the waiter takes the lock with an attempt of its own, which waits.
+   */
   subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
-    return this.channels.subscribe(key, onEvent);
+    if (!this.replicas) return this.channels.subscribe(key, onEvent);
+    return this.channels.subscribe(key, (event) =>
+      onEvent(event.type === 'turn' ? { type: 'turn', token: event.token } : event),
+    );
   }
 
   async close(): Promise<void> {

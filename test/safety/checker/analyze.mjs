@@ -217,6 +217,7 @@ export function analyze(checker, elapsedMs) {
   const killWaiterFaults = checker.faults.filter((f) => f.kind === 'kill-waiter');
   const shortTtlFaults = checker.faults.filter((f) => f.kind === 'short-ttl');
   const unmarkFaults = checker.faults.filter((f) => f.kind === 'unmark');
+  const staleTurnFaults = checker.faults.filter((f) => f.kind === 'stale-turn');
   const clockBackFaults = checker.faults.filter((f) => f.kind === 'clock-back');
   const fact = (/** @type {Fault[]} */ faults, /** @type {string} */ name) =>
     faults.map((f) => f.facts[name]);
@@ -322,6 +323,10 @@ export function analyze(checker, elapsedMs) {
     unmarkFreeWithQueue: total(unmarkFaults, 'freeWithQueue'),
     unmarkSections: total(unmarkFaults, 'sections'),
     unmarkMaxGapMs: fact(unmarkFaults, 'maxGapMs'),
+    staleTurnFaults: staleTurnFaults.length,
+    /** Grant notices announced to waiters that had been refused since the grant. */
+    staleTurnNotices: total(staleTurnFaults, 'notices'),
+    staleTurnSections: total(staleTurnFaults, 'sections'),
     clockBackFaults: clockBackFaults.length,
     /** Sections granted while the counter led the clock: their tokens came from it. */
     clockBackWhileAhead: total(clockBackFaults, 'whileAhead'),
@@ -435,6 +440,12 @@ function waiterLines(r) {
           `  unmark                 ${r.unmarkFaults}: ${r.unmarkStripped} queue marks taken ` +
             `off, lock seen free with waiters queued ${r.unmarkFreeWithQueue} times; ` +
             `${r.unmarkSections} sections, key unused at most ${spread(r.unmarkMaxGapMs, '')}`,
+        ]
+      : []),
+    ...(r.staleTurnFaults
+      ? [
+          `  stale-turn             ${r.staleTurnFaults}: ${r.staleTurnNotices} stale grant ` +
+            `notices announced to queued waiters; ${r.staleTurnSections} sections meanwhile`,
         ]
       : []),
     ...(r.clockBackFaults

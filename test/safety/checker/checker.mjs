@@ -137,10 +137,16 @@ const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.met
 
 /**
  * @typedef {'kill' | 'stop' | 'drain' | 'restart' | 'minority' | 'majority' | 'expire' | 'partition' | 'leader' | 'terminate' | 'clock-back' | WaiterFaultKind} FaultKind
- * @typedef {'lag' | 'kill-waiter' | 'short-ttl' | 'unmark'} WaiterFaultKind
+ * @typedef {'lag' | 'kill-waiter' | 'short-ttl' | 'unmark' | 'stale-turn'} WaiterFaultKind
  */
 /** The faults aimed at the waiters of the fair handover (single Redis). */
-const WAITER_FAULT_KINDS = /** @type {const} */ (['lag', 'kill-waiter', 'short-ttl', 'unmark']);
+const WAITER_FAULT_KINDS = /** @type {const} */ ([
+  'lag',
+  'kill-waiter',
+  'short-ttl',
+  'unmark',
+  'stale-turn',
+]);
 
 /** Every worker's commandTimeout: a command stalled longer is answered late, if at all. */
 const COMMAND_TIMEOUT_MS = 1_000;
@@ -213,6 +219,9 @@ const CLOCK_BACK_MS = 1_500;
 
 /** How long `unmark` keeps stripping the queue mark from the lock's value, in ms. */
 const UNMARK_WINDOW_MS = 3_000;
+
+/** How long `stale-turn` keeps announcing stale grants to the waiters, in ms. */
+const STALE_TURN_WINDOW_MS = 3_000;
 
 /**
  * How long the key may stay unused while others wait during `unmark`, in ms. A release that
@@ -397,11 +406,12 @@ export class SafetyChecker {
     this.faultPlan =
       options.faults ??
       // kill-waiter tells a worker's waiting by its one caller.
-      // unmark takes a mutex's queue mark off (a semaphore's or read-write lock's has none).
+      // unmark and stale-turn work on a mutex's value (a semaphore's or read-write lock's
+      // holds no token of its own).
       kinds.filter(
         (kind) =>
           (this.callers === 1 || kind !== 'kill-waiter') &&
-          (kind !== 'unmark' || options.kind === undefined),
+          ((kind !== 'unmark' && kind !== 'stale-turn') || options.kind === undefined),
       );
     // A fault of the other mode would test nothing (no single server to restart under RedLock,
     // no minority to lose on one server, no follower to cut off on a standalone ZooKeeper):
@@ -882,6 +892,7 @@ export class SafetyChecker {
       if (kind === 'lag') await this.lag(fault);
       else if (kind === 'kill-waiter') await this.killWaiter(fault);
       else if (kind === 'unmark') await this.unmark(fault);
+      else if (kind === 'stale-turn') await this.staleTurn(fault);
       else await this.shortTtl(fault);
       await this.settle(fault);
       return;
@@ -1213,6 +1224,32 @@ export class SafetyChecker {
           `(bound ${UNMARKED_GAP_BOUND_MS} ms)`,
       );
     }
+  }
+
+  /**
+   * `stale-turn`: for a few seconds, announces to the waiters grants of the lock that came
+   * before their last refusal (see {@link LockServers.announceStaleTurns}), as a grant notice
+   * that arrives late, or is delivered twice, reads. A waiter may hold on a notice only when it
+   * can date the grant after its last refusal: one that holds on these overlaps the holder,
+   * which the analysis counts as a violation over the whole run. The fault checks that notices
+   * went out while sections went on.
+   * @param {Fault} fault
+   */
+  async staleTurn(fault) {
+    if (this.kind !== 'mutex' || this.masterCount !== 1) {
+      fault.problems.push('stale-turn needs a mutex on one Redis');
+      return;
+    }
+    const lockKey = this.keyPrefix + this.key;
+    const endAt = Date.now() + STALE_TURN_WINDOW_MS;
+    let notices = 0;
+    while (Date.now() < endAt) {
+      notices += await this.lockServers.announceStaleTurns(lockKey);
+      await sleep(2);
+    }
+    const sections = this.sectionList.filter((s) => s.acquiredSeq > fault.startSeq).length;
+    Object.assign(fault.facts, { notices, sections });
+    if (notices === 0) fault.problems.push('no waiter was queued behind a holder to announce to');
   }
 
   /**

@@ -43,6 +43,25 @@ redis.call('SET', KEYS[1], string.sub(value, 1, -3), 'KEEPTTL')
 return 1`;
 
 /**
+ * The `stale-turn` nemesis's step on a mutex (KEYS: lock, its queue): announces to every waiter
+ * that queued after the holder got its fencing token (its place's arrival time, in server µs,
+ * is above the token, which is at least the server time of its grant) that the lock was granted
+ * to it with the holder's token, as a grant notice from before its last refusal would read. A
+ * waiter must not hold on it. Returns how many notices went out.
+ */
+const ANNOUNCE_STALE_TURNS = `local value = redis.call('GET', KEYS[1])
+local holder, fence = string.match(value or '', '^(%S+) (%d+)')
+if not fence or fence == '0' then return 0 end
+local sent = 0
+for _, waiter in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. fence, '+inf')) do
+  if waiter ~= holder then
+    redis.call('PUBLISH', KEYS[1], 'turn:' .. waiter .. ' ' .. fence)
+    sent = sent + 1
+  end
+end
+return sent`;
+
+/**
  * @typedef {object} Copy What one server holds under the lock key.
  * @property {boolean} reached whether the server answered the probe
  * @property {string} holder the token stored there ('' when the key is absent)
@@ -145,6 +164,15 @@ export class LockServers {
     return /** @type {0 | 1 | 2} */ (
       Number(await this.probes[0].eval(STRIP_QUEUE_MARK, 2, key, `{${key}}:queue`))
     );
+  }
+
+  /**
+   * One step of `stale-turn` on the mutex `key` (one server): see {@link ANNOUNCE_STALE_TURNS}.
+   * @param {string} key
+   * @returns {Promise<number>} how many notices went out
+   */
+  async announceStaleTurns(key) {
+    return Number(await this.probes[0].eval(ANNOUNCE_STALE_TURNS, 2, key, `{${key}}:queue`));
   }
 
   /**

@@ -3,7 +3,7 @@ import type { AcquireAttempt } from '../../lock-store.interface.js';
 import { LuaScript } from './lua-script.js';
 import { NEXT_FENCE_LUA } from './fence.lua.js';
 import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
-import { integerOf, pairOf } from './script-reply.js';
+import { integerOf, pairOrTripleOf } from './script-reply.js';
 
 /** The arguments of {@link ACQUIRE_SCRIPT} (ARGV), durations in ms. */
 export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: PublishCommand];
@@ -14,10 +14,11 @@ export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: Pu
  *
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), 1 to queue up when the lock is taken (0
  * to just try), publishing command (PUBLISH or SPUBLISH).
- * Returns `{1, fencingToken}` when the caller holds the lock, `{0, pttl}` when it does not. A
- * lock that holds the caller's token already (reserved for it by a handover) is the caller's
- * from this request on: its TTL starts again and it gets its fencing token here, so that the
- * caller's validity counts from a request whose answer proves the lock was its own.
+ * Returns `{1, fencingToken}` when the caller holds the lock, `{0, pttl}` when it does not, and
+ * `{0, pttl, lastFence}` when it does not and queued (see `AcquireAttempt`). A lock that holds
+ * the caller's token already (granted to it by a handover that it has not taken up) is the
+ * caller's from this request on: its TTL starts again and it gets a new fencing token here, so
+ * that the caller's validity counts from a request whose answer proves the lock was its own.
  *
  * With neither the lock nor its queue there, one `EXISTS` tells so, and the attempt takes the
  * lock in one `SET` of its value (see `FENCE_LUA`) after issuing the fencing token. A caller that
@@ -52,8 +53,8 @@ if queued and not holder then
     return held(true)
   end
   grant_head(ARGV[4], '')
-  -- The lock is now reserved for the head, in a value that carries the queue mark already.
-  holder, value = head, false
+  -- The lock is now the head's, marked if anybody else is queued; this caller marks it below.
+  holder, value = head, redis.call('GET', KEYS[1])
 end
 if holder == token then
   return held(queued)
@@ -68,14 +69,19 @@ if ARGV[3] == '1' then
   redis.call('PEXPIRE', KEYS[4], 2 * QUEUE_LEASE)
   local pttl = redis.call('PTTL', KEYS[1])
   mark_queued(value, pttl)
-  return {0, pttl}
+  -- Above every fencing token issued so far, and below every later one (see next_fence): a
+  -- grant announced with a greater token came after this attempt.
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+  return {0, pttl, math.max(last, now_us)}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `,
   (reply) => {
-    const [acquired, value] = pairOf(reply).map(integerOf);
-    return acquired === 1
-      ? { acquired: true, fencingToken: value }
-      : { acquired: false, pttl: value };
+    const entries = pairOrTripleOf(reply, (first) => integerOf(first) === 0);
+    const [acquired, value, lastFence] = entries.map(integerOf);
+    if (acquired === 1) return { acquired: true, fencingToken: value };
+    return lastFence === undefined
+      ? { acquired: false, pttl: value }
+      : { acquired: false, pttl: value, lastFence };
   },
 );

@@ -7,10 +7,9 @@
  *
  * A mutex's lock key holds `"<token> <fencing token>"`, so that the grant that issues the
  * fencing token records it for `inspect()` in the same write, and a renewal or release touches
- * one key. A lock reserved for a waiter has fencing token 0 until the waiter takes it. A value
- * that ends in `" +"` tells its release that waiters may be queued: every write of a lock while
- * its queue exists sets the mark (and a waiter that queues sets it on the lock it waits for), so
- * that a release without the mark skips looking at the queue. A mark left after the queue
+ * one key. A value that ends in `" +"` tells its release that waiters may be queued: every
+ * write of a lock while its queue exists sets the mark (and a waiter that queues sets it on the
+ * lock it waits for), so that a release without the mark skips looking at the queue. A mark left after the queue
  * emptied costs that release one `EXISTS`; see `QUEUE_LUA` for why a missing one strands nobody.
  * Tokens hold no space (see `ownerMark`), and a semaphore's or read-write lock's marker begins
  * with `#`.

@@ -13,12 +13,15 @@ import { TURN_PREFIX } from '../release-messages.js';
  *
  * A queued waiter renews its lease each time it checks in; one that stops checking in (its
  * process died) is dropped when it reaches the head with its lease run out, so it cannot block
- * the line. When the lock is released, or found free while waiters are queued, it is reserved
- * for the longest-waiting live waiter: set to that waiter's token for the handover lease only
- * (at most the waiter's TTL), and announced on the lock's channel as a {@link TURN_PREFIX}
- * message naming the waiter. The notice makes nobody a holder: the waiter becomes one with its
- * own attempt, which finds its token, restarts the TTL and issues the fencing token. A waiter
- * that died, or whose notice comes late, costs the others one handover lease. The channel is
+ * the line. When the lock is released, or found free while waiters are queued, it is granted
+ * to the longest-waiting live waiter with a fencing token, for the handover lease only (at most
+ * the waiter's TTL), and announced on the lock's channel as a {@link TURN_PREFIX} message naming
+ * the waiter and the fencing token. The notice proves nothing by itself, as it may come late:
+ * the waiter holds on the strength of it only if its last refused attempt, whose send time it
+ * knows, ran before the grant (its reply's `lastFence` is below the notice's fencing token), and
+ * only until that send time plus the lease; otherwise its next attempt, which finds its token,
+ * takes the lock with a TTL and fencing token of its own. A waiter that died, or whose notice
+ * comes late, costs the others one handover lease. The channel is
  * the lock key, so that on a Cluster it lives in the lock's slot and the message can go out with
  * SPUBLISH (the scripts take the publishing command as an argument). The leases are constants of
  * the library, written into the script rather than sent with every call. With nobody queued, an
@@ -54,21 +57,23 @@ local function live_head()
   end
 end
 
--- Takes the head of the queue out of it, if there is one, to give it the free lock: to the
--- successor its releaser named (a caller of the releaser's own process) with its whole TTL, and
--- the fencing token, which the reply carries; to anybody else, reserved for the handover lease
--- and announced. Returns false when nobody waits, true or the successor's fencing token.
+-- Takes the head of the queue out of it, if there is one, and grants it the free lock with a
+-- fencing token: to the successor its releaser named (a caller of the releaser's own process)
+-- with its whole TTL, the reply carrying the fencing token; to anybody else for the handover
+-- lease only, announced with the fencing token. Returns false when nobody waits, true or the
+-- successor's fencing token.
 local function grant_head(publish, successor)
   local head, ttl = live_head()
   if not head then return false end
   leave_queue(head)
+  local fence = next_fence()
+  local value = lock_value(head, fence, redis.call('EXISTS', KEYS[3]) == 1)
   if head == successor then
-    local fence = next_fence()
-    redis.call('SET', KEYS[1], lock_value(head, fence, true), 'PX', ttl)
+    redis.call('SET', KEYS[1], value, 'PX', ttl)
     return fence
   end
-  redis.call('SET', KEYS[1], lock_value(head, 0, true), 'PX', math.min(ttl, HANDOVER_LEASE))
-  redis.call(publish, KEYS[1], '${TURN_PREFIX}' .. head)
+  redis.call('SET', KEYS[1], value, 'PX', math.min(ttl, HANDOVER_LEASE))
+  redis.call(publish, KEYS[1], '${TURN_PREFIX}' .. head .. ' ' .. string.format('%.0f', fence))
   return true
 end
 

@@ -24,6 +24,18 @@ export function pairOf(reply: unknown): [unknown, unknown] {
   return [reply[0], reply[1]];
 }
 
+/** The entries of a reply that is a pair, or a triple when `third` allows its first entry. */
+export function pairOrTripleOf(
+  reply: unknown,
+  third: (first: unknown) => boolean,
+): [unknown, unknown, unknown?] {
+  if (Array.isArray(reply) && reply.length === 3 && third(reply[0])) {
+    return [reply[0], reply[1], reply[2]];
+  }
+  if (!Array.isArray(reply) || reply.length !== 2) throw unexpected(reply, 'a pair');
+  return [reply[0], reply[1]];
+}
+
 /** The entries of a reply that is a list. */
 export function listOf(reply: unknown): unknown[] {
   if (!Array.isArray(reply)) throw unexpected(reply, 'a list');
