@@ -12,12 +12,11 @@ const RECENT_TURNS = 8;
 /**
  * The callers of this process waiting for one key, in arrival order. Only the head talks to the
  * store: it tries again when the store announces a release or its turn, or, should that message
- * be lost, after a fallback delay bounded by the holder's remaining TTL and by a jittered
- * exponential backoff. The others cost one request a second between them, which renews the
- * places in the store's queue that their first attempts took, until they reach the head. A
- * caller holds only from a moment it can date by a request whose answer it has: its attempt's,
- * or a release's of this process, or, for a grant announced with its fencing token, its last
- * refused attempt's when that attempt ran before the grant (see {@link Waiter.noticeGrant}).
+ * be lost, after a fallback delay bounded by the holder's remaining TTL and a jittered backoff.
+ * The others cost one request a second between them, which renews their places in the store's
+ * queue. A caller holds only from a moment it can date by a request whose answer it has: its
+ * attempt's, a release's of this process, or its last refused attempt's when a grant notice
+ * proves that attempt ran before the grant (see {@link Waiter.noticeGrant}).
  */
 export class KeyQueue {
   readonly waiters: Waiter[] = [];
@@ -26,20 +25,20 @@ export class KeyQueue {
     this.drop(waiter, () => (error ? waiter.failed(error) : waiter.timedOut(this.pttl)));
   });
   /**
-   * Plain release messages heard, and the last few turns announced: what a caller that queued
-   * meanwhile may have missed (a turn of somebody else is no news to it: it is in line).
+   * Plain releases heard, and the last few turns: what a caller queued meanwhile may have
+   * missed (a turn of somebody else is no news to it: it is in line).
    */
   releases = 0;
   private readonly turns: string[] = [];
   subscribed = false;
   closed = false;
-  private attempting = false;
-  /** A release was announced while an attempt was on its way. */
+  /** Whose attempt is on its way: the head when it was sent, which a turn may have moved. */
+  private attempter?: Waiter;
+  /** Announced while an attempt was on its way: a release; a grant to the attempter, to date. */
   private notified = false;
-  /** The head's grant announced while its attempt was on its way, whose answer dates it. */
   private noticed?: { waiter: Waiter; fencingToken: number };
   private readonly recheck = new Recheck(() => this.next());
-  /** Waiters that a release of this process served while their own attempt was on its way. */
+  /** Waiters served by a release here, or a notice, while their own attempt was on its way. */
   private readonly handedOver = new WeakSet<Waiter>();
   /** Waiters whose last attempt got no answer, with its error: theirs if their deadline comes. */
   private readonly unreachable = new Map<Waiter, LockConnectionError>();
@@ -78,7 +77,7 @@ export class KeyQueue {
     }
     this.deadlines.arm(waiter);
     this.keepPlacesBehindHead();
-    if (!this.subscribed || this.attempting || this.waiters[0] !== waiter) return;
+    if (!this.subscribed || this.attempter || this.waiters[0] !== waiter) return;
     // Subscribed since before its first attempt, with no release and no turn of its own heard
     // since: any later release will be heard, so there is nothing to try until then.
     if (heard === this.releases && !this.turns.includes(waiter.token)) this.fallBack();
@@ -109,14 +108,14 @@ export class KeyQueue {
       // The release was answered too late to date the lock from it: the caller asks at once
       // instead, which renews the lock if it is still its own, and keeps its place otherwise.
       this.waiters.unshift(...this.waiters.splice(index, 1));
-      if (this.attempting) this.notified = true;
+      if (this.attempter) this.notified = true;
       else this.next();
       return true;
     }
     this.handedOver.add(waiter);
     this.remove(waiter);
     waiter.acquired(fencingToken, validFrom);
-    if (!this.attempting) this.afterAttempt(true);
+    if (!this.attempter) this.afterAttempt(true);
     return true;
   }
 
@@ -129,7 +128,7 @@ export class KeyQueue {
     if (!this.remove(waiter)) return false;
     left();
     // While the old head's attempt is on its way, its result decides what comes next.
-    if (this.attempting) return true;
+    if (this.attempter) return true;
     if (this.waiters.length === 0) this.emptied(this);
     else if (wasHead) this.afterAttempt(true);
     return true;
@@ -173,7 +172,7 @@ export class KeyQueue {
       // not take it up (it died, or hears too late), the grant ends within the handover lease,
       // and nobody announces that: look again then.
       this.pttl = HANDOVER_LEASE;
-      if (!this.attempting) this.fallBack(true);
+      if (!this.attempter) this.fallBack(true);
       return;
     }
     // A release, or our head's turn: its next attempt takes the lock.
@@ -181,20 +180,20 @@ export class KeyQueue {
       this.recheck.reset();
       this.pttl = -1;
     }
-    if (this.attempting) this.notified = true;
+    if (this.attempter) this.notified = true;
     else this.next();
   }
 
   /**
    * The store granted the lock to the caller at `index` and said so (see `LockEvent`): `true`
-   * when it holds from the notice. The head's attempt on its way decides for the head: a
+   * when it holds from the notice. An attempt of the caller's on its way decides instead: a
    * refusal may date the grant, and a grant takes its place.
    */
   private takeUp(index: number, fencingToken: number): boolean {
     const waiter = this.waiters[index];
-    if (this.attempting && index === 0) this.noticed = { waiter, fencingToken };
+    if (waiter === this.attempter) this.noticed = { waiter, fencingToken };
     else if (this.holdFromNotice(waiter, fencingToken)) {
-      if (!this.attempting) this.afterAttempt(index === 0);
+      if (!this.attempter) this.afterAttempt(index === 0);
       return true;
     }
     return false;
@@ -204,6 +203,8 @@ export class KeyQueue {
   private holdFromNotice(waiter: Waiter, fencingToken: number): boolean {
     const grant = waiter.noticeGrant(fencingToken);
     if (grant === undefined || !this.remove(waiter)) return false;
+    // Served outside its attempt: should one of its attempts still be granted, that is its lock.
+    this.handedOver.add(waiter);
     waiter.acquired(fencingToken, grant.validFrom, grant.validFor);
     return true;
   }
@@ -215,23 +216,22 @@ export class KeyQueue {
       this.emptied(this);
       return;
     }
-    if (!this.subscribed || this.attempting || this.closed) return;
+    if (!this.subscribed || this.attempter || this.closed) return;
     this.stop();
-    this.attempting = true;
+    this.attempter = head;
     this.notified = false;
     const sentAt = monotonicNow();
     head.attempt().then(
       (result) => {
-        this.attempting = false;
+        this.attempter = undefined;
         const { noticed } = this;
         this.noticed = undefined;
         // The store answered: no caller's last word from it is that it could not be reached.
         this.unreachable.clear();
         const late = result.acquired ? head.late(sentAt) : undefined;
         if (late && this.waiters.includes(head)) {
-          // The store answered after the TTL (it paused, or failed over): the lock may have
-          // expired and gone to another meanwhile. The caller asks again at once, in its place,
-          // which renews the lock if it is still its own.
+          // Answered after the TTL (the store paused, or failed over): the lock may be another's
+          // by now. The caller asks again at once, in its place, which renews it if still its own.
           this.unreachable.set(head, late);
           this.pttl = -1;
           this.notified = true;
@@ -252,7 +252,7 @@ export class KeyQueue {
         this.afterAttempt(this.waiters[0] !== head);
       },
       (error: unknown) => {
-        this.attempting = false;
+        this.attempter = undefined;
         this.noticed = undefined;
         if (error instanceof LockConnectionError && this.waiters.includes(head)) {
           // The store did not answer (a failover, a restart, a slow network): the caller keeps

@@ -9,8 +9,8 @@ export type AcquireAttempt =
       pttl: number;
       /**
        * A queued mutex caller, where the store grants by notice (see {@link LockEvent}): no
-       * fencing token the store issued for the key before this attempt ran is above it, and
-       * every one it issues after is.
+       * fencing token the store issued for the key before this attempt ran is above it (and,
+       * while its clock does not go back, every one it issues after is).
        */
       lastFence?: number;
     };

@@ -235,6 +235,26 @@ describe('KeyQueue: one key, the callers of one process', () => {
       expect(b.attempts).toBe(1);
     });
 
+    it('lets the attempt on its way decide though a turn moved its caller from the head', async () => {
+      const q = queue();
+      const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+      q.add(a);
+      q.add(b);
+      a.answer(queuedAt(100));
+      await settle();
+      q.heard({ type: 'released' }); // prompts a's next attempt
+      expect(a.attempts).toBe(2);
+      // A turn b cannot date moves it ahead of a, whose attempt is still on its way.
+      q.heard({ type: 'turn', token: 'b', fencingToken: 5 });
+      q.heard({ type: 'turn', token: 'a', fencingToken: 101 });
+      expect(a.events).toEqual([]);
+      // That attempt ran after the grant and found the lock a's: the grant is its answer, and
+      // nothing gives the lock back.
+      a.answer(granted(102));
+      await settle();
+      expect(a.events).toEqual([expect.stringMatching(/^acquired 102 from /)]);
+    });
+
     it('serves a caller behind the head without disturbing the head', async () => {
       const q = queue();
       const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];

@@ -69,8 +69,8 @@ if ARGV[3] == '1' then
   redis.call('PEXPIRE', KEYS[4], 2 * QUEUE_LEASE)
   local pttl = redis.call('PTTL', KEYS[1])
   mark_queued(value, pttl)
-  -- Above every fencing token issued so far, and below every later one (see next_fence): a
-  -- grant announced with a greater token came after this attempt.
+  -- At least every fencing token issued so far (see next_fence): a grant announced with a
+  -- greater token came after this attempt.
   local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
   return {0, pttl, math.max(last, now_us)}
 end
