@@ -2,12 +2,10 @@ import { HANDOVER_LEASE, type LockEvent } from '../store/lock-store.interface.js
 import { LockConnectionError } from '../lock.errors.js';
 import { monotonicNow } from './clock.js';
 import { Deadlines } from './deadlines.js';
+import { OwedTurns } from './owed-turns.js';
 import { PlaceKeeper } from './place-keeper.js';
 import { Recheck } from './recheck.js';
 import type { Waiter } from './waiter.js';
-
-/** Turns announced that a queue remembers for callers about to join it. */
-const RECENT_TURNS = 8;
 
 /**
  * The callers of this process waiting for one key, in arrival order. Only the head talks to the
@@ -25,11 +23,11 @@ export class KeyQueue {
     this.drop(waiter, () => (error ? waiter.failed(error) : waiter.timedOut(this.pttl)));
   });
   /**
-   * Plain releases heard, and the last few turns: what a caller queued meanwhile may have
+   * Plain releases heard, and the turns announced: what a caller queued meanwhile may have
    * missed (a turn of somebody else is no news to it: it is in line).
    */
   releases = 0;
-  private readonly turns: string[] = [];
+  private readonly turns = new OwedTurns();
   subscribed = false;
   closed = false;
   /** Whose attempt is on its way: the head when it was sent, which a turn may have moved. */
@@ -69,18 +67,17 @@ export class KeyQueue {
    * and its token may still hold the lock; that is its last word from the store for now.
    */
   add(waiter: Waiter, heard?: number, late?: LockConnectionError): void {
-    if (late) {
-      this.waiters.unshift(waiter);
-      this.unreachable.set(waiter, late);
-    } else {
-      this.waiters.push(waiter);
-    }
+    // Its turn came while its first attempt was on its way: it goes first, as if it had heard it.
+    const owed = this.turns.joined(waiter);
+    if (late || owed) this.waiters.unshift(waiter);
+    else this.waiters.push(waiter);
+    if (late) this.unreachable.set(waiter, late);
     this.deadlines.arm(waiter);
     this.keepPlacesBehindHead();
     if (!this.subscribed || this.attempter || this.waiters[0] !== waiter) return;
     // Subscribed since before its first attempt, with no release and no turn of its own heard
     // since: any later release will be heard, so there is nothing to try until then.
-    if (heard === this.releases && !this.turns.includes(waiter.token)) this.fallBack();
+    if (heard === this.releases && !owed) this.fallBack();
     else this.next();
   }
 
@@ -157,9 +154,9 @@ export class KeyQueue {
   /** What the store told of the key: a release, or somebody's turn. */
   heard(event: LockEvent): void {
     const turn = event.type === 'turn' ? event.token : undefined;
-    if (turn === undefined) this.releases++;
-    else if (this.turns.push(turn) > RECENT_TURNS) this.turns.shift();
     const named = turn === undefined ? -1 : this.waiters.findIndex((w) => w.token === turn);
+    if (turn === undefined) this.releases++;
+    else this.turns.announced(turn, named < 0 ? undefined : this.waiters[named]);
     const fencingToken = event.type === 'turn' ? event.fencingToken : undefined;
     if (named >= 0 && fencingToken !== undefined && this.takeUp(named, fencingToken)) return;
     // The turn of a caller of ours behind the head (the head's own place lapsed, or its first
@@ -220,6 +217,7 @@ export class KeyQueue {
     this.stop();
     this.attempter = head;
     this.notified = false;
+    this.turns.served(head);
     const sentAt = monotonicNow();
     head.attempt().then(
       (result) => {
@@ -267,14 +265,15 @@ export class KeyQueue {
   }
 
   /**
-   * After an attempt: with a queueing store, a new head tries at once, to take its place in
-   * line; otherwise the head tries again when a release is announced, or after the fallback
-   * delay.
+   * After an attempt: a caller owed an attempt for its turn goes first and tries; with a
+   * queueing store, a new head tries at once, to take its place in line; otherwise the head
+   * tries again when a release is announced, or after the fallback delay.
    */
   private afterAttempt(headChanged: boolean): void {
     if (this.waiters.length === 0) this.emptied(this);
-    else if ((headChanged && this.queueing) || this.notified) this.next();
-    else this.fallBack();
+    else if (this.turns.putFirst(this.waiters) || (headChanged && this.queueing) || this.notified) {
+      this.next();
+    } else this.fallBack();
   }
 
   /** Arms the fallback re-check; with `sooner`, only if it comes before the one armed. */

@@ -273,6 +273,34 @@ describe('KeyQueue: one key, the callers of one process', () => {
     });
   });
 
+  it('keeps the turn of a caller that another turn passed until it has tried, though that other one is refused', async () => {
+    const q = queue();
+    const [a, b, c] = [new ScriptedWaiter('a'), new ScriptedWaiter('b'), new ScriptedWaiter('c')];
+    for (const waiter of [a, b, c]) q.add(waiter);
+    q.heard({ type: 'turn', token: 'b' });
+    q.heard({ type: 'turn', token: 'c' });
+    a.answer(refused());
+    await settle();
+    c.answer(refused()); // still behind b in the store's line
+    await settle();
+    expect(b.attempts).toBe(1);
+    b.answer(granted(5));
+    await settle();
+    expect(b.events).toEqual([expect.stringMatching(/^acquired 5 from /)]);
+  });
+
+  it('puts a caller whose turn came before it joined first, though others of its process wait', async () => {
+    const q = queue();
+    const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+    q.add(a);
+    a.answer(refused());
+    await settle();
+    q.heard({ type: 'turn', token: 'b' }); // its first attempt's answer is on its way
+    q.add(b, q.releases);
+    expect(b.attempts).toBe(1);
+    expect(q.waiters[0]).toBe(b);
+  });
+
   it('follows a turn heard while an attempt was on its way with another attempt', async () => {
     const q = queue();
     const a = new ScriptedWaiter('a');
