@@ -13,6 +13,8 @@ export class Contender {
   lineWatch?: number;
   /** The caller left (released or gave up): its node goes as soon as the attempt ends. */
   departed = false;
+  /** How many times it was woken: an attempt that sees this change while it looks looks again. */
+  wakes = 0;
 
   /**
    * @param parent the lock's node
@@ -34,6 +36,7 @@ export class Contender {
 
   /** What it waits for happened (the node it watches went, or its line changed): it may hold. */
   wake(): void {
+    this.wakes++;
     this.woken(this);
   }
 }

@@ -41,13 +41,14 @@ export class LineStandings {
   /**
    * Where the contender stands: it holds, or it waits, watching what must change before it may
    * hold (without `queue`, it leaves instead), or its line holds another kind of lock (it
-   * leaves, refused). Looks again when what it would watch is gone already. A contender first
-   * in line while a throttle's window closes the key holds nothing yet: it is told how long the
-   * window stays closed (without `queue`, it leaves).
+   * leaves, refused). Looks again when what it would watch is gone already, or went while it
+   * set the watch. A contender first in line while a throttle's window closes the key holds
+   * nothing yet: it is told how long the window stays closed (without `queue`, it leaves).
    * @throws LockKindError when a node of another kind is ahead of its own
    */
   async lookUp(contender: Contender, queue: boolean): Promise<AcquireAttempt> {
     for (;;) {
+      const wakes = contender.wakes;
       const [children, stat, window] = await Promise.all([
         this.nodes.children(contender.parent),
         contender.fencingToken === undefined ? this.nodes.stat(contender.path) : undefined,
@@ -87,7 +88,12 @@ export class LineStandings {
         await this.departures.leave(contender);
         return NOT_ACQUIRED;
       }
-      if (await this.waits(contender, where.behind)) return NOT_ACQUIRED;
+      // A watch can fire before the answer that set it is seen (both come in one read of the
+      // socket): its turn is announced before the caller has joined its process's waiters, who
+      // may not even listen to the key yet, and is lost. The attempt looks again instead.
+      if ((await this.waits(contender, where.behind)) && contender.wakes === wakes) {
+        return NOT_ACQUIRED;
+      }
     }
   }
 
