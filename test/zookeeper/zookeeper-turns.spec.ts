@@ -3,6 +3,7 @@ import { newToken } from '../../src/engine/token.js';
 import { LOCK_ENGINE } from '../../src/lock.constants.js';
 import { kindOf } from '../../src/store/lock-kind.js';
 import type { LockStore } from '../../src/store/lock-store.interface.js';
+import type { ZooKeeperNodes } from '../../src/store/zookeeper/zookeeper-nodes.js';
 import { until } from '../support/backends.js';
 import { bootLockApp, type LockApp } from '../support/lock-app.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
@@ -53,6 +54,30 @@ async function heldBack(app: LockApp, key: string) {
       store.acquire = acquire;
     },
   };
+}
+
+/**
+ * Makes the first watch that `app`'s store sets from now on seen late: its answer is held back
+ * until its watch has fired and `letGo` is called, as when the answer and the event come in
+ * one read of the socket, the event last.
+ */
+function firstWatchSeenLate(app: LockApp) {
+  const store = app.module.get<{ store: LockStore }>(LOCK_ENGINE).store;
+  const { nodes } = store as unknown as { nodes: ZooKeeperNodes };
+  const watchData = nodes.watchData.bind(nodes);
+  const seen = { set: false, fired: false, letGo: () => {} };
+  const late = new Promise<void>((resolve) => (seen.letGo = resolve));
+  nodes.watchData = async (path, watcher) => {
+    nodes.watchData = watchData;
+    const answer = await watchData(path, (event) => {
+      seen.fired = true;
+      watcher(event);
+    });
+    seen.set = true;
+    await late;
+    return answer;
+  };
+  return seen;
 }
 
 describe('ZooKeeper backend: the turns of the waiters of one process', () => {
@@ -130,6 +155,27 @@ describe('ZooKeeper backend: the turns of the waiters of one process', () => {
       await writer.release();
       await until(async () => store.turnOf(reading));
       store.letGo();
+      const read = await reader.then((lock) => lock.release(), String);
+      await (await ours).release();
+      expect(read).toBe(true);
+    } finally {
+      store.restore();
+    }
+  });
+
+  it('lets a reader hold whose watch fired before it was seen, and before its process listened for the key', async () => {
+    const store = await heldBack(app, 'unheard');
+    try {
+      const writer = await another.locks.acquire('unheard', { mode: 'write' });
+      const watch = firstWatchSeenLate(app);
+      const reader = app.locks.acquire('unheard', { mode: 'read', waitTimeout: 10_000 });
+      await until(async () => watch.set);
+      await writer.release();
+      await until(async () => watch.fired);
+      // A writer of its process, behind it in the line, is the first of its waiters.
+      const ours = app.locks.acquire('unheard', { mode: 'write' });
+      await until(async () => store.answered(writing) >= 2);
+      watch.letGo();
       const read = await reader.then((lock) => lock.release(), String);
       await (await ours).release();
       expect(read).toBe(true);
