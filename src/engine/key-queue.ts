@@ -67,9 +67,9 @@ export class KeyQueue {
    * and its token may still hold the lock; that is its last word from the store for now.
    */
   add(waiter: Waiter, heard?: number, late?: LockConnectionError): void {
-    // Its turn came while its first attempt was on its way: it goes first, as if it had heard it.
-    const owed = this.turns.joined(waiter);
-    if (late || owed) this.waiters.unshift(waiter);
+    // Its turn came meanwhile, or its token may hold the lock (`late`): it goes first, and asks.
+    const owed = this.turns.joined(waiter, late !== undefined);
+    if (owed) this.waiters.unshift(waiter);
     else this.waiters.push(waiter);
     if (late) this.unreachable.set(waiter, late);
     this.deadlines.arm(waiter);
@@ -102,8 +102,8 @@ export class KeyQueue {
     const late = waiter.late(validFrom);
     if (late) {
       this.unreachable.set(waiter, late);
-      // The release was answered too late to date the lock from it: the caller asks at once
-      // instead, which renews the lock if it is still its own, and keeps its place otherwise.
+      // Answered too late to date the lock from: it asks first, which renews it if still its own.
+      this.turns.announced(token, waiter);
       this.waiters.unshift(...this.waiters.splice(index, 1));
       if (this.attempter) this.notified = true;
       else this.next();
@@ -190,7 +190,8 @@ export class KeyQueue {
     const waiter = this.waiters[index];
     if (waiter === this.attempter) this.noticed = { waiter, fencingToken };
     else if (this.holdFromNotice(waiter, fencingToken)) {
-      if (!this.attempter) this.afterAttempt(index === 0);
+      // A caller behind the head leaves the head's fallback re-check as it is.
+      if (!this.attempter && index === 0) this.afterAttempt(true);
       return true;
     }
     return false;

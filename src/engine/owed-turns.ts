@@ -27,9 +27,12 @@ export class OwedTurns {
     else if (this.recent.push(token) > RECENT_TURNS) this.recent.shift();
   }
 
-  /** A caller joins the queue: `true`, and it is owed an attempt, if its turn came meanwhile. */
-  joined(waiter: Waiter): boolean {
-    if (!this.recent.includes(waiter.token)) return false;
+  /**
+   * A caller joins the queue: `true`, and it is owed an attempt, if its turn came meanwhile or
+   * `owed` says it is anyway.
+   */
+  joined(waiter: Waiter, owed = false): boolean {
+    if (!owed && !this.recent.includes(waiter.token)) return false;
     this.owed.add(waiter);
     return true;
   }

@@ -33,6 +33,11 @@ class ScriptedWaiter implements Waiter {
   /** What the last refusal said of the fencing tokens issued before it ran. */
   private lastFence = Infinity;
 
+  /** Its first attempt, made before it joined the queue, was refused with `lastFence`. */
+  queuedBefore(lastFence: number): void {
+    this.lastFence = lastFence;
+  }
+
   /** Fails the attempt on its way. */
   fail(error: Error): void {
     this.reply().reject(error);
@@ -255,6 +260,22 @@ describe('KeyQueue: one key, the callers of one process', () => {
       expect(a.events).toEqual([expect.stringMatching(/^acquired 102 from /)]);
     });
 
+    it('leaves the head’s fallback re-check as it was when a caller behind it holds from a notice', async () => {
+      const q = queue();
+      const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
+      q.add(a);
+      q.add(b);
+      a.answer(queuedAt(100));
+      await settle();
+      b.queuedBefore(100);
+      jest.advanceTimersByTime(30);
+      q.heard({ type: 'turn', token: 'b', fencingToken: 101 });
+      expect(b.events).toEqual(['acquired 101 from 7 for 500']);
+      // The head's re-check, armed at its refusal (50 ms, jittered up to 62.5 ms), still runs.
+      jest.advanceTimersByTime(40);
+      expect(a.attempts).toBe(2);
+    });
+
     it('serves a caller behind the head without disturbing the head', async () => {
       const q = queue();
       const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
@@ -380,6 +401,29 @@ describe('KeyQueue: one key, the callers of one process', () => {
     q.add(late, undefined, new LockConnectionError('k', 'the answer came too late'));
     expect(q.waiters.map((w) => w.token)).toEqual(['late', 'a']);
     expect([a.attempts, late.attempts]).toEqual([1, 1]);
+  });
+
+  it('lets a caller whose first grant came too late ask before a caller owed a turn', async () => {
+    const q = queue();
+    const [a, x, late] = [
+      new ScriptedWaiter('a'),
+      new ScriptedWaiter('x'),
+      new ScriptedWaiter('late'),
+    ];
+    q.add(a);
+    q.add(x);
+    q.heard({ type: 'turn', token: 'x' }); // while a's attempt is on its way
+    q.add(late, undefined, new LockConnectionError('k', 'the answer came too late'));
+    a.answer(refused());
+    await settle();
+    // Its token may hold the lock (on ZooKeeper its node is first in line): were x to ask
+    // first, x would be refused behind it for as long as it waits.
+    expect(late.attempts).toBe(1);
+    expect(x.attempts).toBe(0);
+    late.answer(granted(3));
+    await settle();
+    expect(late.events).toEqual([expect.stringMatching(/^acquired 3 from /)]);
+    expect(x.attempts).toBe(1);
   });
 
   it('fails a caller whose first grant came too late with that error when no later attempt was answered by its deadline', async () => {
