@@ -9,10 +9,10 @@
  * fencing token records it for `inspect()` in the same write, and a renewal or release touches
  * one key. A value that ends in `" +"` tells its release that waiters may be queued: every
  * write of a lock while its queue exists sets the mark (and a waiter that queues sets it on the
- * lock it waits for), so that a release without the mark skips looking at the queue. A mark left after the queue
- * emptied costs that release one `EXISTS`; see `QUEUE_LUA` for why a missing one strands nobody.
- * Tokens hold no space (see `ownerMark`), and a semaphore's or read-write lock's marker begins
- * with `#`.
+ * lock it waits for), so that a release without the mark skips looking at the queue. A mark
+ * left after the queue emptied costs that release one `EXISTS`; see `QUEUE_LUA` for why a
+ * missing one strands nobody. Tokens hold no space (see `ownerMark`), and a semaphore's or
+ * read-write lock's marker begins with `#`.
  */
 export const FENCE_LUA = `
 local function set_fence(fence)
