@@ -1168,17 +1168,20 @@ export class SafetyChecker {
    * which empties the counter, leaves tokens to a clock that is ahead of them again). Tokens
    * must keep growing meanwhile, from the counter (the order check runs over the whole
    * history); the fault checks that sections were granted while the counter led, and that
-   * every section after the move got a token above where it put the counter.
+   * every section after the move got a token above where it put the counter, unless the token
+   * was issued before the move (at most where the counter or the clock stood then: a grant
+   * whose notice or reply was still on its way).
    * @param {Fault} fault
    */
   async clockBack(fault) {
     const movedAt = Date.now();
     const movedTo = await this.lockServers.counterAhead(this.keyPrefix, CLOCK_BACK_MS * 1_000);
+    const movedFrom = movedTo - CLOCK_BACK_MS * 1_000;
     const startSeq = this.seq;
     await sleep(CLOCK_BACK_MS + 200);
     const after = this.sectionList.filter((s) => s.acquiredSeq > startSeq);
     const whileAhead = after.filter((s) => s.acquiredAt < movedAt + CLOCK_BACK_MS - 100).length;
-    const atOrBelow = after.filter((s) => s.token <= movedTo).length;
+    const atOrBelow = after.filter((s) => s.token > movedFrom && s.token <= movedTo).length;
     Object.assign(fault.facts, { movedTo, sections: after.length, whileAhead });
     if (atOrBelow > 0) {
       fault.problems.push(
