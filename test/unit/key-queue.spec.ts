@@ -194,13 +194,19 @@ describe('KeyQueue: one key, the callers of one process', () => {
       lastFence,
     });
 
-    it('makes a holder of a waiter whose last refusal came before it, with no attempt', async () => {
+    /** Callers a and b in line, a's first attempt refused with a `lastFence` of 100. */
+    const refusedAhead = async () => {
       const q = queue();
       const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
       q.add(a);
       q.add(b);
       a.answer(queuedAt(100));
       await settle();
+      return { q, a, b };
+    };
+
+    it('makes a holder of a waiter whose last refusal came before it, with no attempt', async () => {
+      const { q, a, b } = await refusedAhead();
       q.heard({ type: 'turn', token: 'a', fencingToken: 101 });
       expect(a.events).toEqual(['acquired 101 from 7 for 500']);
       expect(a.attempts).toBe(1);
@@ -241,12 +247,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     });
 
     it('lets the attempt on its way decide though a turn moved its caller from the head', async () => {
-      const q = queue();
-      const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
-      q.add(a);
-      q.add(b);
-      a.answer(queuedAt(100));
-      await settle();
+      const { q, a } = await refusedAhead();
       q.heard({ type: 'released' }); // prompts a's next attempt
       expect(a.attempts).toBe(2);
       // A turn b cannot date moves it ahead of a, whose attempt is still on its way.
@@ -261,12 +262,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     });
 
     it('leaves the head’s fallback re-check as it was when a caller behind it holds from a notice', async () => {
-      const q = queue();
-      const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
-      q.add(a);
-      q.add(b);
-      a.answer(queuedAt(100));
-      await settle();
+      const { q, a, b } = await refusedAhead();
       b.queuedBefore(100);
       jest.advanceTimersByTime(30);
       q.heard({ type: 'turn', token: 'b', fencingToken: 101 });
@@ -277,12 +273,7 @@ describe('KeyQueue: one key, the callers of one process', () => {
     });
 
     it('serves a caller behind the head without disturbing the head', async () => {
-      const q = queue();
-      const [a, b] = [new ScriptedWaiter('a'), new ScriptedWaiter('b')];
-      q.add(a);
-      q.add(b);
-      a.answer(queuedAt(100));
-      await settle();
+      const { q, a, b } = await refusedAhead();
       q.heard({ type: 'turn', token: 'b', fencingToken: 120 });
       // b made no attempt here, so nothing dates the grant: it asks.
       expect(b.attempts).toBe(1);
