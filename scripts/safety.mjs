@@ -7,17 +7,21 @@
  * --unfenced-reads (the resource fences writes only, as `writeFenced` does), --json,
  * --faults a,b,c (the faults to cycle through; default: all of the mode's). The single-Redis
  * mode's faults are kill, stop, drain (SIGTERM: the holder's app drains, finishing its section
- * under the lock), restart (aimed at the holder) and lag, kill-waiter, short-ttl, unmark,
- * stale-turn (aimed at the waiters of the fair handover; unmark takes the queue mark off a
- * mutex's value, stale-turn tells waiters of grants from before their refusals) and leader
- * (every worker stands in a leader election, whose leader resigns, is SIGTERMed, killed or paused
- * in turn: see test/safety/checker/leader.mjs), and clock-back (the fencing counter moved ahead
- * of the server clock), with --lag MIN-MAX (ms, default 1000-3000). On a mutex it also
- * checks that the lock goes to the callers in the order they took their places in line, and
- * reports the share of grants in that order.
+ * under the lock), restart and forge (the holder hands its lock off, and forged copies of the
+ * handle, one with its fencing token raised and one with its token changed, must be refused
+ * before the genuine one is adopted; mutex only), all aimed at the holder, and lag,
+ * kill-waiter, short-ttl, unmark, stale-turn (aimed at the waiters of the fair handover; unmark
+ * takes the queue mark off a mutex's value, stale-turn tells waiters of grants from before their
+ * refusals) and leader (every worker stands in a leader election, whose leader resigns, is
+ * SIGTERMed, killed or paused in turn: see test/safety/checker/leader.mjs), and clock-back (the
+ * fencing counter moved ahead of the server clock), with --lag MIN-MAX (ms, default
+ * 1000-3000). On a mutex it also checks that the lock goes to the callers in the order they
+ * took their places in line, and reports the share of grants in that order.
  * --redlock runs the RedLock mode instead: the checker starts --masters N redis-servers
  * (default 5) and stops them at the end, the workers use them with --node-timeout MS (default
- * 100), and the faults are kill, stop and restarts of a minority and of a majority of them.
+ * 100), and the faults are kill, stop, restarts of a minority and of a majority of them, and
+ * tick (one master killed or hung, and every worker calling with waitTimeout 0 at one moment,
+ * --tick-rounds N times, default 6: somebody must get the lock each time).
  * --kind semaphore:N or --kind rw (one Redis, or ZooKeeper) runs the workers on a semaphore of N
  * permits or a read-write lock instead of a mutex, checked for never more than N inside, or a
  * writer with anyone.
@@ -32,8 +36,9 @@
  * each other through proxies: the workers reach the followers, and instead of the restart a
  * fault cuts a holder's follower off from the others while it still serves.
  * --postgres runs the PostgreSQL mode: a throwaway PostgreSQL of its own (initdb, pg_ctl), which
- * the faults kill holders on, pause them, drain them, restart it (with its data), cut holders
- * off until their lease ran out (`expire`), and terminate their connections (`terminate`).
+ * the faults kill holders on, pause them, drain them, forge their handles (as above), restart it
+ * (with its data), cut holders off until their lease ran out (`expire`), and terminate their
+ * connections (`terminate`).
  * --client ioredis|iovalkey|node-redis|glide runs the single-Redis mode's workers on that client
  * library (default ioredis), each passing the module a client of its own.
  */
@@ -63,6 +68,7 @@ const { values } = parseArgs({
     ensemble: { type: 'boolean', default: false },
     masters: { type: 'string', default: '5' },
     'node-timeout': { type: 'string', default: '100' },
+    'tick-rounds': { type: 'string', default: '6' },
     faults: { type: 'string' },
     lag: { type: 'string', default: '1000-3000' },
     kind: { type: 'string', default: 'mutex' },
@@ -141,6 +147,7 @@ try {
         }
       : {}),
     lagMs: [lagMin, lagMax],
+    tickRounds: Number(values['tick-rounds']),
     log: (line) => console.log(`[${new Date().toISOString().slice(11, 23)}] ${line}`),
   });
   const result = await checker.run();

@@ -38,6 +38,7 @@ export type {
   RenewalEntry,
   StoredHold,
   StoredLock,
+  TransferOutcome,
 } from './store/lock-store.interface.js';
 export type { LockStoreCapabilities } from './store/capabilities.js';
 export {

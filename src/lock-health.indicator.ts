@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants.js';
+import type { LockEngine } from './engine/lock-engine.js';
+import { LOCK_ENGINE, LOCK_OPTIONS, LOCK_STORE } from './lock.constants.js';
 import { LockConnectionError, messageOf } from './lock.errors.js';
 import type { ResolvedLockOptions } from './options/lock-options.interface.js';
 import { backendOf, type BackendName } from './store/describe-store.js';
@@ -11,8 +12,10 @@ import type { LockStore } from './store/lock-store.interface.js';
  */
 export type LockHealthResult = Record<
   string,
-  { status: 'up' | 'down'; backend: BackendName; [detail: string]: unknown }
+  { status: 'up' | 'down' | 'degraded'; backend: BackendName; [detail: string]: unknown }
 >;
+
+type Status = 'up' | 'down' | 'degraded';
 
 /** What terminus offers to build a result, where the installed version has it (11 and later). */
 interface TerminusResults {
@@ -20,6 +23,8 @@ interface TerminusResults {
     check(key: string): {
       up(data: Record<string, unknown>): LockHealthResult;
       down(data: Record<string, unknown>): LockHealthResult;
+      /** Terminus 12: still serving, but impaired (the check does not fail). */
+      degraded?(data: Record<string, unknown>): LockHealthResult;
     };
   };
 }
@@ -27,7 +32,11 @@ interface TerminusResults {
 /**
  * A health indicator for `@nestjs/terminus` (11 and 12, an optional peer): up, with the backend
  * and the latency of one cheap round trip to it, while the lock store answers; down, with why,
- * when it does not (ZooKeeper adds its session's state). `LockModule` provides it, so a terminus
+ * when it does not (ZooKeeper adds its session's state); degraded (terminus 12; `up` with the
+ * same details on 11), with `lateRenewals`, while locks of this process are renewed late (a
+ * renewal overdue by a sixth of the ttl: the event loop or the store too slow for their ttl),
+ * and with a `message` while the store is impaired (Redis: replicas lag behind
+ * `waitForReplicas`, so locks are refused). It never rejects. `LockModule` provides it, so a terminus
  * controller only injects it. Nothing of terminus is loaded before the first check: an app
  * without terminus never loads it.
  *
@@ -56,6 +65,7 @@ export class LockHealthIndicator {
   constructor(
     @Inject(LOCK_OPTIONS) options: ResolvedLockOptions,
     @Inject(LOCK_STORE) private readonly store: LockStore,
+    @Inject(LOCK_ENGINE) private readonly engine: LockEngine,
   ) {
     this.backend = backendOf(options);
   }
@@ -68,22 +78,42 @@ export class LockHealthIndicator {
    *   503)
    */
   async isHealthy(key = 'lock'): Promise<LockHealthResult> {
-    const startedAt = performance.now();
-    let details: Record<string, unknown>;
     try {
-      details = await this.store.ping();
+      // Counted before the ping, which lets the late renewals' timers run.
+      const lateRenewals = this.engine.lateRenewals();
+      const startedAt = performance.now();
+      let details: Record<string, unknown>;
+      try {
+        details = await this.store.ping();
+      } catch (error) {
+        const message = error instanceof LockConnectionError ? error.reason : messageOf(error);
+        return await this.result(key, 'down', { message, ...this.store.connectionDetails?.() });
+      }
+      const latencyMs = Math.round((performance.now() - startedAt) * 10) / 10;
+      const { degraded, ...rest } = details;
+      const data = { latencyMs, ...rest, ...this.store.connectionDetails?.() };
+      if (lateRenewals === 0 && typeof degraded !== 'string') {
+        return await this.result(key, 'up', data);
+      }
+      return await this.result(key, 'degraded', {
+        ...data,
+        ...(typeof degraded === 'string' ? { message: degraded } : {}),
+        ...(lateRenewals > 0 ? { lateRenewals } : {}),
+      });
     } catch (error) {
-      const message = error instanceof LockConnectionError ? error.reason : messageOf(error);
-      return this.result(key, 'down', { message, ...this.store.connectionDetails?.() });
+      // A health check reports; it never fails the caller.
+      return { [key]: { status: 'down', backend: this.backend, message: messageOf(error) } };
     }
-    const latencyMs = Math.round((performance.now() - startedAt) * 10) / 10;
-    return this.result(key, 'up', { latencyMs, ...details, ...this.store.connectionDetails?.() });
   }
 
-  /** Built by terminus's `HealthIndicatorService` where it has one, by hand otherwise. */
+  /**
+   * Built by terminus's `HealthIndicatorService` where it has one, by hand otherwise.
+   * `degraded` where terminus has it (12); elsewhere, a degraded store reports `up`, with the
+   * details that say why, since an older terminus counts any other status as a failure.
+   */
   private async result(
     key: string,
-    status: 'up' | 'down',
+    status: Status,
     details: Record<string, unknown>,
   ): Promise<LockHealthResult> {
     const data = { backend: this.backend, ...details };
@@ -92,7 +122,10 @@ export class LockHealthIndicator {
       () => ({}),
     );
     const { HealthIndicatorService } = await this.terminus;
-    if (HealthIndicatorService) return new HealthIndicatorService().check(key)[status](data);
-    return { [key]: { status, ...data } };
+    if (!HealthIndicatorService)
+      return { [key]: { status: status === 'down' ? 'down' : 'up', ...data } };
+    const indicator = new HealthIndicatorService().check(key);
+    if (status !== 'degraded') return indicator[status](data);
+    return indicator.degraded ? indicator.degraded(data) : indicator.up(data);
   }
 }

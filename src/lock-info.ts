@@ -45,6 +45,8 @@ export interface LockHolder {
   fencingToken?: number;
   /** A read-write lock's holder: reading or writing. */
   mode?: 'read' | 'write';
+  /** A semaphore's holder: how many of its permits this hold takes (1 unless weighted). */
+  permits?: number;
 }
 
 /** The public view of what the store keeps of `key`. */
@@ -57,6 +59,7 @@ export function lockInfoOf(key: string, stored: StoredLock): LockInfo {
     if (fencingToken !== undefined) holder.fencingToken = fencingToken;
     const { type } = kinds[i];
     if (type === 'read' || type === 'write') holder.mode = type;
+    if (type === 'semaphore') holder.permits = kinds[i].permits;
     return holder;
   });
   const kind = kinds[0];

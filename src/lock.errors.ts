@@ -19,7 +19,8 @@ export class LockNotAcquiredError extends LockError {
    * @param waitedMs how long the caller waited before giving up
    * @param holderTtlMs the holder's remaining TTL in the store as the last attempt saw it, when
    *   known. No forecast: the holder's watchdog renews it, and the holder may release sooner.
-   * @param throttled the lock is a `holdFor` throttle: the caller is early, not in a conflict
+   * @param throttled the holder is a `holdFor` throttle whose window was open, as the store
+   *   reported it (whatever the caller's own options): the caller is early, not in a conflict
    * @param retryAfterMs when a retry can succeed at the earliest, when that is known: for a
    *   throttle, what is left of its window. A plain conflict has none, as its holder may
    *   finish at any moment.

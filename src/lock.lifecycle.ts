@@ -2,6 +2,7 @@ import {
   Inject,
   Injectable,
   type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { LockEngine } from './engine/lock-engine.js';
@@ -9,16 +10,28 @@ import { LeaderElections } from './leader/leader-elections.js';
 import { LOCK_ENGINE } from './lock.constants.js';
 
 /**
- * The module's part in the application's shutdown, on a provider of its own so that the
- * public `LockService` offers only the lock API. Not exported: Nest finds its hooks because
+ * The module's part in the application's boot and shutdown, on a provider of its own so that
+ * the public `LockService` offers only the lock API. Not exported: Nest finds its hooks because
  * `LockModule` provides it.
  */
 @Injectable()
-export class LockLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown {
+export class LockLifecycle
+  implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
+{
   constructor(
     @Inject(LOCK_ENGINE) private readonly engine: LockEngine,
     @Inject(LeaderElections) private readonly elections: LeaderElections,
   ) {}
+
+  /**
+   * The app has booted: a store that connects on its first call starts connecting now (see
+   * `LockStore.open`), without waiting. Not sooner, as the elections start: a boot that fails
+   * in a provider or an init hook, whose app nobody can close, opens no connection that would
+   * keep its process alive.
+   */
+  onApplicationBootstrap(): void {
+    this.engine.store.open?.();
+  }
 
   /**
    * Shutdown begins: stops taking locks (pending waiters and new calls fail with `LockError`),

@@ -32,7 +32,11 @@ const providers: Provider[] = [
     provide: LOCK_STORE,
     useFactory: (options: ResolvedLockOptions) => {
       const logger = new Logger(LockModule.name);
-      const store = createStore(options, (message) => logger.warn(message));
+      const store = createStore(
+        options,
+        (message) => logger.warn(message),
+        (message) => logger.log(message),
+      );
       logger.log(describeStore(options));
       return store;
     },

@@ -160,15 +160,17 @@ export class LockService {
 
   /**
    * Takes over a lock that another process (or instance) handed off with `Lock.handOff()`:
-   * renews it with the handle's token (compare-and-pexpire) and returns it, same token and
-   * fencing token, renewed by this instance's watchdog until its `release()`. The instance
-   * must use the same store and `keyPrefix`. See docs/handles.md.
-   * @param options.ttl the TTL to renew it with (default: the handle's)
+   * moves the hold, in one atomic step, from the handle's token to a new token of this
+   * instance (which `inspect()` then names), keeping its fencing token, and returns it,
+   * renewed by this instance's watchdog until its `release()`. A handle is adopted once: the
+   * handle's token holds nothing afterwards. The instance must use the same store and
+   * `keyPrefix`. See docs/handles.md.
+   * @param options.ttl the TTL to take it with (default: the handle's)
    * @param options.watchdog whether this instance renews it (default: the module's `watchdog`)
-   * @throws LockLostError when the lock is gone (expired, released, taken), or this instance
-   *   holds it already (adopted, or being adopted)
-   * @throws LockOptionsError for a malformed handle, another key prefix, or a store that
-   *   cannot hand locks over (ZooKeeper)
+   * @throws LockLostError when the lock is gone (expired, released, taken) or was adopted
+   *   already, here or in another instance
+   * @throws LockOptionsError for a malformed handle, another key prefix, a fencing token that
+   *   is not the hold's, or a store that cannot hand locks over (ZooKeeper)
    */
   async adopt(handle: LockHandle, options?: { ttl?: number; watchdog?: boolean }): Promise<Lock> {
     const id = checkHandle(handle, (name) => lockIdOf(this.keyPrefix, name));

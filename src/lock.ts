@@ -27,18 +27,43 @@ export interface Lock {
    * renews it once (so that the handle starts with a whole TTL and is known valid), then this
    * process stops renewing it, aborts `signal` with a `LockLostError` saying that the lock was
    * handed off, and its `release()` answers `false` without touching the store. The handle
-   * carries the token: keep it as secret as the token (see docs/handles.md).
+   * carries the token: keep it as secret as the token until it is adopted, which moves the
+   * hold to a token of the adopter's (see docs/handles.md).
    * @throws LockLostError when the lock was lost or released before it could be handed off
    * @throws LockOptionsError on a store that cannot hand locks off (ZooKeeper), or for a
    *   `holdFor` throttle; the lock then stays held here
    */
   handOff(): Promise<LockHandle>;
+  /**
+   * Throws the `LockLostError` at once when the lock no longer certainly protects the work:
+   * its signal aborted, it was released or handed off, or its validity (its TTL since the last
+   * request the store confirmed, less drift, on this process's monotonic clock) has passed.
+   * The last needs no timer to have run: a process that was paused past its TTL learns it at
+   * its first look, before the watchdog or the signal could tell it. Call it before each side
+   * effect that the lock protects.
+   * @example
+   * await locks.using('invoice:42', async (lock) => {
+   *   const invoice = await this.invoices.load(42);
+   *   lock.throwIfLost();
+   *   await this.invoices.save(invoice.paid());
+   * });
+   */
+  throwIfLost(): void;
+  /**
+   * Releases the lock at the end of an `await using` scope (as `release()`, whose answer it
+   * drops). A failed release rejects, as `release()` does.
+   * @example
+   * await using lock = await locks.acquire('report:daily');
+   * await this.reports.build(lock.signal);
+   */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
- * A held lock as plain JSON, for another process to adopt (`LockService.adopt`). The kind of
- * lock (semaphore permit, read or write share) travels in the token. The token proves
- * ownership: whoever has the handle can renew and release the lock, so never log it.
+ * A held lock as plain JSON, for another process to adopt (`LockService.adopt`), once. The
+ * kind of lock (semaphore permit, read or write share) travels in the token. The token proves
+ * ownership until the lock is adopted: whoever has the handle can renew and release the lock,
+ * so never log it.
  */
 export interface LockHandle {
   /** The key as the caller named it (without the module's `keyPrefix`). */

@@ -16,6 +16,7 @@ import { HeldLock, type LockOwner } from './held-lock.js';
 import type { InFlight } from './in-flight.js';
 import type { LockProbe } from '../telemetry/lock-telemetry.js';
 import type { ShutdownGate } from './shutdown.js';
+import { throttleTag } from '../store/throttle-window.js';
 import { newToken } from './token.js';
 import type { Waiter, Waiters } from './waiters.js';
 import type { Watchdog } from './watchdog.js';
@@ -53,6 +54,8 @@ export class Acquisition implements Waiter {
   private waiting = false;
   /** Its last attempt that queued it: when it was sent, and the `lastFence` of its answer. */
   private refused?: { sentAt: number; lastFence: number };
+  /** A caller that may not wait was refused by a throttle whose window is open. */
+  throttled = false;
 
   constructor(
     private readonly parts: AcquisitionParts,
@@ -68,7 +71,7 @@ export class Acquisition implements Waiter {
   ) {
     ({ name: this.name, key: this.key } = id);
     this.deadline = this.startedAt + options.waitTimeout;
-    this.token = newToken(kindOf(options).tag, parts.instance);
+    this.token = newToken(kindOf(options).tag + throttleTag(options.holdFor), parts.instance);
   }
 
   /**
@@ -84,6 +87,13 @@ export class Acquisition implements Waiter {
     // wait for the key queues up here instead of trying first: otherwise a holder that releases
     // and asks again wins every time. With one, its first attempt takes its place in the
     // store's line, which every process shares, and the store keeps that order.
+    const { store, gate } = this.parts;
+    if (waitTimeout === 0 && store.reachable === false && !gate.refuses(this.insideLock)) {
+      // An answer would only come after a reconnect, or never: a caller that may not wait
+      // learns it now, not after commandTimeout. One that may wait keeps trying until its
+      // deadline (an outage is not a verdict).
+      throw new LockConnectionError(this.name, 'the lock store is not connected');
+    }
     const heard = this.parts.waiters.heard(this.key);
     const sentAt = monotonicNow();
     const first: AcquireAttempt =
@@ -101,8 +111,10 @@ export class Acquisition implements Waiter {
     if (first.acquired && late === undefined) return this.hold(first.fencingToken, sentAt);
     const pttl = first.acquired ? -1 : first.pttl;
     if (waitTimeout === 0) {
+      const windowLeft = first.acquired ? undefined : first.windowLeft;
+      this.throttled = windowLeft !== undefined;
       if (!throwIfHeld) return undefined;
-      throw this.notAcquired(pttl, 0);
+      throw this.notAcquired(pttl, windowLeft, 0);
     }
     if (this.parts.gate.refuses(this.insideLock)) {
       this.leave();
@@ -135,10 +147,12 @@ export class Acquisition implements Waiter {
       queue,
       () => this.waiting || this.parts.watchdog.holds(this.token),
     );
-    return queue ? reply.then((result) => this.noteRefusal(result, sentAt)) : reply;
+    return reply.then((result) => this.noteAnswer(result, sentAt));
   }
 
-  private noteRefusal(result: AcquireAttempt, sentAt: number): AcquireAttempt {
+  /** Notes the window of a refusal for the key's waiters, and the `lastFence` of a queued one. */
+  private noteAnswer(result: AcquireAttempt, sentAt: number): AcquireAttempt {
+    this.parts.waiters.windows.saw(this.key, result.acquired ? undefined : result.windowLeft);
     if (!result.acquired && result.lastFence !== undefined) {
       if (sentAt >= (this.refused?.sentAt ?? -Infinity)) {
         this.refused = { sentAt, lastFence: result.lastFence };
@@ -245,7 +259,7 @@ export class Acquisition implements Waiter {
     this.waiting = false;
     this.stopListening();
     this.leave();
-    this.settle?.reject(this.notAcquired(pttl));
+    this.settle?.reject(this.notAcquired(pttl, this.parts.waiters.windows.left(this.key)));
   }
 
   abandoned(): void {
@@ -272,18 +286,15 @@ export class Acquisition implements Waiter {
   }
 
   /**
-   * The lock was held all the time the caller waited. With `holdFor`, the holder is a throttle
-   * whose window ends within `holdFor` (its TTL says so once the call that opened it returned;
-   * while that call runs, its watchdog keeps the TTL at the lock's ttl).
+   * The lock was held all the time the caller waited: a throttle's refusal if the holder is a
+   * throttle whose window the store reported open (`windowLeft`; for a caller that waited, as
+   * the key's last refusal here saw it), whatever the caller's options; else a plain conflict.
    */
-  private notAcquired(
-    pttl: number,
-    waitedMs = monotonicNow() - this.startedAt,
-  ): LockNotAcquiredError {
+  private notAcquired(pttl: number, windowLeft?: number, waitedMs?: number): LockNotAcquiredError {
+    const waited = waitedMs ?? monotonicNow() - this.startedAt;
     const holderTtlMs = pttl >= 0 ? pttl : undefined;
-    const { holdFor } = this.options;
-    if (holdFor === undefined) return new LockNotAcquiredError(this.name, waitedMs, holderTtlMs);
-    const retryAfterMs = holderTtlMs === undefined ? undefined : Math.min(holderTtlMs, holdFor);
-    return new LockNotAcquiredError(this.name, waitedMs, holderTtlMs, true, retryAfterMs);
+    return windowLeft === undefined
+      ? new LockNotAcquiredError(this.name, waited, holderTtlMs)
+      : new LockNotAcquiredError(this.name, waited, holderTtlMs, true, windowLeft);
   }
 }

@@ -1,18 +1,13 @@
-import {
-  LockConnectionError,
-  LockLostError,
-  LockOptionsError,
-  LockShuttingDownError,
-} from '../lock.errors.js';
+import { LockLostError, LockOptionsError, LockShuttingDownError } from '../lock.errors.js';
 import type { LockId } from '../keys/lock-keys.js';
 import type { LockHandle } from '../lock.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
 import { refuseUnsupported } from '../store/capabilities.js';
 import type { LockStore } from '../store/lock-store.interface.js';
 import type { LockProbe } from '../telemetry/lock-telemetry.js';
-import { monotonicNow } from './clock.js';
 import { HeldLock, type LockOwner } from './held-lock.js';
 import type { ShutdownGate } from './shutdown.js';
+import { takeOver } from './take-over.js';
 import type { Watchdog } from './watchdog.js';
 
 /** The parts of the engine that handing locks off and adopting them work with. */
@@ -21,6 +16,8 @@ export interface HandleParts {
   readonly watchdog: Watchdog;
   readonly gate: ShutdownGate;
   readonly owner: LockOwner;
+  /** What ends this instance's tokens (see `ownerMark`): an adopter's token names it. */
+  readonly instance: string;
   /** The tokens whose adoption is on its way here (see {@link adopt}). */
   readonly adopting: Set<string>;
 }
@@ -44,17 +41,19 @@ export async function handOff(parts: HandleParts, lock: HeldLock): Promise<LockH
       : new LockLostError(name, 'it was released or handed off before this hand-off');
   }
   parts.watchdog.untrack(lock);
+  parts.store.handedOff?.(lock.key, lock.token);
   return lock.handle();
 }
 
 /**
- * `LockService.adopt`: a compare-and-pexpire with the handle's token makes the lock this
- * process's, valid from when that renewal was sent, as a grant is from when its attempt was.
- * The store tells holders apart by the token alone, so a token held here already, or whose
+ * `LockService.adopt`: makes the handle's lock this process's (see {@link takeOver}), renewed
+ * by its watchdog from then on. With a store that cannot move the hold to a token of its own,
+ * the store tells holders apart by the token alone, so a token held here already, or whose
  * adoption here is on its way, is refused before anything is sent: two adoptions of one handle
- * would both renew it and both hold the lock.
+ * would both renew it and both hold the lock. (A store that moves the hold refuses the second
+ * adoption itself, in any instance: the handle's token holds nothing any more.)
  * @throws LockLostError when the store no longer holds the handle's token, or this instance
- *   holds it already (or is adopting it)
+ *   holds it (or is adopting it) already; LockOptionsError for an altered fencing token
  */
 export async function adopt(
   parts: HandleParts,
@@ -65,58 +64,23 @@ export async function adopt(
 ): Promise<HeldLock> {
   const { store, watchdog, gate, owner, adopting } = parts;
   const { name, key } = id;
-  const { token, fencingToken } = handle;
+  const { fencingToken } = handle;
   const { ttl } = options;
   refuseUnsupported({ ...options, handle: 'adopt' }, store.capabilities);
   if (gate.refuses(false)) throw new LockShuttingDownError(name);
-  if (watchdog.holds(token) || adopting.has(token)) {
+  if (watchdog.holds(handle.token) || adopting.has(handle.token)) {
     throw new LockLostError(name, 'its handle is held by this instance already (or being adopted)');
   }
-  adopting.add(token);
+  adopting.add(handle.token);
   try {
-    const validFrom = await takeOver(parts, id, handle, ttl);
+    const { token, validFrom } = await takeOver(parts, id, handle, ttl);
     const grant = { name, key, token, fencingToken, ttl, watchdog: options.watchdog, validFrom };
     const lock = new HeldLock(owner, { ...grant, probe });
     watchdog.track(lock);
     return lock;
   } finally {
-    adopting.delete(token);
+    adopting.delete(handle.token);
   }
-}
-
-/**
- * The adoption's renewal with the handle's token: when it was sent, once the store renewed the
- * token and its answer came while that renewal was still valid.
- * @throws LockLostError, LockConnectionError, LockShuttingDownError
- */
-async function takeOver(
-  { store, gate, owner }: HandleParts,
-  { name, key }: LockId,
-  { token, fencingToken }: LockHandle,
-  ttl: number,
-): Promise<number> {
-  const sentAt = monotonicNow();
-  const [renewed] = await store.renew([{ key, token, ttl, fencingToken }]);
-  if (renewed === undefined) throw new LockConnectionError(name, 'the adoption was not decided');
-  if (!renewed) {
-    throw new LockLostError(
-      name,
-      'its handle could not be adopted: the token was gone from the store (expired, released or taken)',
-    );
-  }
-  const refusal = gate.refuses(false)
-    ? new LockShuttingDownError(name)
-    : sentAt + ttl - owner.driftOf(ttl) <= monotonicNow()
-      ? new LockConnectionError(
-          name,
-          `the adoption's validity (ttl ${ttl} ms) ran out before its answer came`,
-        )
-      : undefined;
-  if (refusal) {
-    store.release(key, token).catch(() => undefined);
-    throw refusal;
-  }
-  return sentAt;
 }
 
 /**

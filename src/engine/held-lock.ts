@@ -1,6 +1,7 @@
 import { LockLostError } from '../lock.errors.js';
 import type { Lock, LockHandle } from '../lock.js';
 import type { LockProbe } from '../telemetry/lock-telemetry.js';
+import { monotonicNow } from './clock.js';
 
 /** What a {@link HeldLock} calls back into for the work that needs the store. */
 export interface LockOwner {
@@ -44,6 +45,8 @@ export class HeldLock implements Lock {
   /** Monotonic ms at which the acquiring request was sent. */
   readonly acquiredAt: number;
   private confirmedAt = -Infinity;
+  /** Whether its owner called release once it was lost, which the trace shows once. */
+  private releasedAfterLoss = false;
 
   /** The key as the caller named it. */
   readonly name: string;
@@ -101,6 +104,27 @@ export class HeldLock implements Lock {
     return this.owner.handOffLock(this);
   }
 
+  throwIfLost(): void {
+    if (this.controller?.signal.aborted) throw this.controller.signal.reason;
+    if (this.state !== 'held') {
+      const ended = { lost: 'lost', released: 'released', 'handed-off': 'handed off' };
+      throw new LockLostError(this.name, `it was ${ended[this.state]}`);
+    }
+    const now = monotonicNow();
+    if (now >= this.validUntil) {
+      const late = Math.round(now - this.validUntil);
+      throw new LockLostError(
+        this.name,
+        `its validity ended ${late} ms ago with no renewal confirmed (the process may have ` +
+          'been paused, or the store slow to answer): it may be another holder’s by now',
+      );
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
   /**
    * The store confirmed the lock with `ttl` for a request sent at monotonic time `sentAt`. The
    * store applies one connection's requests in the order they were sent, so a confirmation of
@@ -124,10 +148,34 @@ export class HeldLock implements Lock {
     this.confirmedAt = Math.max(this.confirmedAt, sentAt);
   }
 
+  /**
+   * A request that sets the lock's TTL to `ttl` is sent at `sentAt` (`extend`). The store may
+   * apply it well before its answer comes back, and a shorter TTL then ends the lock sooner
+   * than its last confirmation said: until the answer, the lock counts as valid only until the
+   * sooner of the two ends. `true` when that moved its end earlier.
+   */
+  asking(sentAt: number, ttl: number): boolean {
+    this.ttl = ttl;
+    if (sentAt + ttl - this.owner.driftOf(ttl) >= this.validUntil) return false;
+    this.mayHaveApplied(sentAt, ttl);
+    return true;
+  }
+
   /** Marks the lock released by its owner; `false` if it had already ended. */
   markReleased(): boolean {
     if (this.state !== 'held') return false;
     this.state = 'released';
+    return true;
+  }
+
+  /**
+   * Its owner releases a lock that was lost meanwhile (the work under `using` ends after the
+   * loss): `true` the first time only, for the release span that tells the trace the hold ended
+   * lost.
+   */
+  markReleasedAfterLoss(): boolean {
+    if (this.state !== 'lost' || this.releasedAfterLoss) return false;
+    this.releasedAfterLoss = true;
     return true;
   }
 
@@ -141,6 +189,15 @@ export class HeldLock implements Lock {
     this.probe?.ended('released');
     this.controller ??= new AbortController();
     this.controller.abort(new LockLostError(this.name, reason));
+  }
+
+  /**
+   * Its owner's release found the lock gone: lost, and that release's span says so, so that a
+   * later release makes no second one.
+   */
+  markLostAtRelease(reason: string): void {
+    this.markLost(reason);
+    this.releasedAfterLoss = true;
   }
 
   /** Marks the lock lost and aborts its signal; `false` if it had already ended. */
@@ -179,4 +236,15 @@ export class HeldLock implements Lock {
   toJSON(): object {
     return { key: this.key, fencingToken: this.fencingToken, state: this.state };
   }
+}
+
+/**
+ * Why a lock ended whose renewal found its token gone from the store. An answer read after the
+ * lock's validity ran out (a starved event loop can run it ahead of the validity timer) says
+ * so: the lock ended then, and may have been another holder's since.
+ */
+export function goneReason(lock: HeldLock): string {
+  return monotonicNow() >= lock.validUntil
+    ? 'its validity ran out before a renewal was confirmed, and its token is gone from the store'
+    : 'its token was gone or replaced in the store';
 }

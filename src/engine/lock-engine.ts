@@ -31,6 +31,7 @@ import { ownerMark } from './token.js';
 import type { Waiter } from './waiter.js';
 import { Waiters } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
+import { lateRenewals } from './late-renewals.js';
 import { throttledWarning } from './throttled-warning.js';
 
 /**
@@ -80,10 +81,7 @@ export class LockEngine implements LockOwner {
     this.parts = { store, waiters, watchdog, gate, attempts, owner: this, instance, adopting };
   }
 
-  /**
-   * The lock `id`, waiting for it as the options say.
-   * @throws LockNotAcquiredError when it stays held
-   */
+  /** The lock `id`, waiting for it as the options say. @throws LockNotAcquiredError if held */
   async acquire(id: LockId, options: ResolvedAcquireOptions): Promise<HeldLock> {
     const probe = this.telemetry.startAcquire(id, options);
     if (probe === undefined) return this.start(id, options).run(true);
@@ -95,7 +93,9 @@ export class LockEngine implements LockOwner {
     const now = { ...options, waitTimeout: 0 };
     const probe = this.telemetry.startAcquire(id, now);
     if (probe === undefined) return this.start(id, now).run(false);
-    return observeAcquire(probe, now, () => this.start(id, now, probe).run(false));
+    let acquisition: Acquisition | undefined;
+    const run = () => (acquisition = this.start(id, now, probe)).run(false);
+    return observeAcquire(probe, now, run, () => acquisition?.throttled === true);
   }
 
   /**
@@ -124,7 +124,14 @@ export class LockEngine implements LockOwner {
    * the store until `holdFor` ms after it was taken. Either way this process stops renewing it.
    */
   releaseLock(lock: HeldLock, keepWindow = true): Promise<boolean> {
-    if (!lock.markReleased()) return Promise.resolve(false);
+    if (!lock.markReleased()) {
+      // Nothing of ours is left in the store to release; the trace still shows how it ended.
+      const { probe } = lock;
+      if (probe !== undefined && lock.markReleasedAfterLoss()) {
+        return probe.traceRelease(() => Promise.resolve(false));
+      }
+      return Promise.resolve(false);
+    }
     this.watchdog.untrack(lock);
     const { probe } = lock;
     if (probe === undefined) return this.release(lock, keepWindow);
@@ -155,7 +162,7 @@ export class LockEngine implements LockOwner {
       if (keepFor < MIN_TTL) this.store.release(lock.key, lock.token).catch(() => undefined);
       throw error;
     }
-    if (!released) lock.markLost('it had expired or been taken before it was released');
+    if (!released) lock.markLostAtRelease('it had expired or been taken before it was released');
     else lock.probe?.ended('released');
     return released;
   }
@@ -181,6 +188,11 @@ export class LockEngine implements LockOwner {
     const newTtl = ttl === undefined ? lock.ttl : checkTtl('ttl', ttl);
     if (!lock.held) return false;
     return this.watchdog.extend(lock, newTtl);
+  }
+
+  /** How many of this process's locks are renewed late (see {@link lateRenewals}). */
+  lateRenewals(): number {
+    return lateRenewals(this.watchdog.held);
   }
 
   driftOf(ttl: number): number {

@@ -51,6 +51,15 @@ export class MultiHeldLock implements MultiLock {
     );
   }
 
+  /** Throws the first lost lock's `LockLostError`, if any lock no longer protects the work. */
+  throwIfLost(): void {
+    for (const lock of this.locks) lock.throwIfLost();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
   /** Keeps the tokens out of logs and error reports that print the object. */
   toJSON(): object {
     return { keys: this.locks.map((lock) => lock.key), locks: this.locks };

@@ -1,6 +1,7 @@
 import { LockConnectionError } from '../lock.errors.js';
 import type { LockStore } from '../store/lock-store.interface.js';
 import { KeyQueue } from './key-queue.js';
+import { SeenWindows } from './seen-windows.js';
 import type { Waiter } from './waiter.js';
 
 export type { Waiter } from './waiter.js';
@@ -22,6 +23,8 @@ const RESUBSCRIBE_MAX = 1_000;
  * subscription to the key's release messages that feeds it.
  */
 export class Waiters {
+  /** The throttle windows that the last refusal of each key saw. */
+  readonly windows = new SeenWindows();
   private readonly queues = new Map<string, KeyQueue>();
   /** Queues with nobody waiting whose subscription lingers, oldest first, and their timers. */
   private readonly idle = new Map<KeyQueue, NodeJS.Timeout>();

@@ -2,7 +2,7 @@ import { LockConnectionError } from '../lock.errors.js';
 import type { LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
 import { DueQueue } from './due-queue.js';
-import type { HeldLock } from './held-lock.js';
+import { goneReason, type HeldLock } from './held-lock.js';
 import { MAX_RETRY_DELAY, SLICE } from './renewal-pacing.js';
 import { ValidityGuards } from './validity-guards.js';
 
@@ -92,13 +92,13 @@ export class Watchdog {
   }
 
   /**
-   * Compare-and-pexpire one lock now (the user's `extend`). One that gets no answer may still
-   * have been applied: the lock then counts as valid only until the sooner of its old end and
-   * the new one, for a shorter TTL may have taken effect.
+   * Compare-and-pexpire one lock now (the user's `extend`). Until its answer, and for good if
+   * none comes, the lock counts as valid only until the sooner of its old end and the new one,
+   * for the store may already have applied a shorter TTL (see `HeldLock.asking`).
    */
   async extend(lock: HeldLock, ttl: number): Promise<boolean> {
     const sentAt = monotonicNow();
-    lock.ttl = ttl;
+    if (lock.asking(sentAt, ttl)) this.revalidated(lock);
     let renewed: boolean | undefined;
     try {
       [renewed] = await this.store.renew([
@@ -261,7 +261,7 @@ export class Watchdog {
             lock.confirmed(sentAt, entries[i].ttl);
             this.schedule(lock);
           } else {
-            this.lose(lock, 'its token was gone or replaced in the store', 'gone');
+            this.lose(lock, goneReason(lock), 'gone');
           }
         });
         if (undecided.length > 0) {

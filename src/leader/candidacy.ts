@@ -1,3 +1,4 @@
+import { monotonicNow } from '../engine/clock.js';
 import type { LockEngine } from '../engine/lock-engine.js';
 import type { LockId } from '../keys/lock-keys.js';
 import type { HeldLock } from '../engine/held-lock.js';
@@ -32,6 +33,23 @@ class Term implements Leadership {
 
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  throwIfLost(): void {
+    if (this.controller.signal.aborted) {
+      const reason: unknown = this.controller.signal.reason;
+      throw reason instanceof LockLostError
+        ? reason
+        : new LockLostError(this.lock.name, `the leadership of "${this.name}" ended`);
+    }
+    this.lock.throwIfLost();
+  }
+
+  /** Whether the term leads now: not ended, and its lock still within its validity. */
+  get current(): boolean {
+    return (
+      !this.controller.signal.aborted && this.lock.held && monotonicNow() < this.lock.validUntil
+    );
   }
 
   /** Aborts the signal; `false` when the term had already ended. */
@@ -86,7 +104,7 @@ export class Candidacy {
 
   /** Whether this instance leads now. */
   get leading(): boolean {
-    return this.term !== undefined && !this.term.signal.aborted;
+    return this.term?.current ?? false;
   }
 
   /** Stands for election (once). */
@@ -174,7 +192,7 @@ export class Candidacy {
     };
     if (lock.signal.aborted) lost();
     else lock.signal.addEventListener('abort', lost, { once: true });
-    if (this.leading) {
+    if (!term.signal.aborted) {
       this.events.leading(true);
       this.events.log(`Leading "${this.name}" (epoch ${term.epoch})`);
       try {

@@ -30,7 +30,12 @@ export interface LeaderInfo {
 export class LeaderService {
   constructor(@Inject(LeaderElections) private readonly elections: LeaderElections) {}
 
-  /** Whether this instance leads `name` now (`false` for an election it does not stand in). */
+  /**
+   * Whether this instance leads `name` now: its term has not ended and its lock is within its
+   * validity on this process's monotonic clock, so a process just woken from a pause longer
+   * than the ttl answers `false` before any timer has run. `false` for an election it does not
+   * stand in.
+   */
   isLeader(name: string): boolean {
     return this.elections.isLeader(name);
   }

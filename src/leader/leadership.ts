@@ -25,6 +25,12 @@ export interface Leadership {
    * Its reason is a `LockLostError`.
    */
   readonly signal: AbortSignal;
+  /**
+   * Throws a `LockLostError` at once when this term no longer certainly leads: its signal
+   * aborted, or its lock's validity (monotonic clock) has passed, even if no timer has run yet,
+   * as after a process pause. Call it before each side effect only the leader may make.
+   */
+  throwIfLost(): void;
 }
 
 /** Options of `@Leader`. */

@@ -182,8 +182,8 @@ export interface AcquireOptions {
   /**
    * Throttle mode: when the work ends (`using`, `@WithLock`) or the lock is released, it is not
    * deleted but left to expire `holdFor` ms after it was taken (or deleted at once if that
-   * moment has passed). Meanwhile callers that use `holdFor` too get a throttled
-   * `LockNotAcquiredError` (`429 Too Many Requests` over HTTP) with the window's remaining time.
+   * moment has passed). Meanwhile every caller it refuses, whatever its own options, gets a
+   * throttled `LockNotAcquiredError` (`429` over HTTP) with the window's remaining time.
    */
   holdFor?: number;
   /**

@@ -31,7 +31,8 @@ export interface LockStoreCapabilities {
   readonly permits?: false;
   /**
    * A held lock can be handed to another process (`Lock.handOff`, `LockService.adopt`): its
-   * token alone proves ownership, so whoever has it can renew and release it.
+   * token alone proves ownership, so whoever has it can renew and release it, or move it to a
+   * token of its own (see `LockStore.transfer`).
    */
   readonly handles: boolean;
   /** Why the store lacks what it lacks, for the error that refuses it. */

@@ -1,4 +1,4 @@
-import { messageOf } from '../lock.errors.js';
+import { ConnectionReport } from './connection-report.js';
 import type {
   ResolvedLockOptions,
   ResolvedRedisOptions,
@@ -21,6 +21,7 @@ import { ZooKeeperLockStore } from './zookeeper/zookeeper.store.js';
 export function createStore(
   options: ResolvedLockOptions,
   warn: (message: string) => void,
+  log: (message: string) => void = warn,
 ): LockStore {
   switch (options.store) {
     case 'own':
@@ -44,7 +45,7 @@ export function createStore(
         onError: warn,
       });
     case 'redis':
-      return createRedisStore(options, warn);
+      return createRedisStore(options, warn, log);
   }
 }
 
@@ -52,6 +53,7 @@ export function createStore(
 function createRedisStore(
   options: ResolvedRedisOptions,
   warn: (message: string) => void,
+  log: (message: string) => void,
 ): LockStore {
   const { redis } = options;
   // A client passed in speaks through its own library; URLs and options through redisClient's.
@@ -65,7 +67,7 @@ function createRedisStore(
       fair: options.fair,
       commandTimeout: redis.topology === 'redlock' ? options.nodeTimeout : options.commandTimeout,
       waitForReplicas: options.waitForReplicas,
-      onError: (message, error) => warn(`${message}${where}: ${messageOf(error)}`),
+      report: new ConnectionReport('Redis', where, warn, log),
     });
   const { commandTimeout, nodeTimeout } = options;
   switch (redis.topology) {

@@ -13,6 +13,16 @@ export type AcquireAttempt =
        * while its clock does not go back, every one it issues after is).
        */
       lastFence?: number;
+      /**
+       * Ms left of the holder's throttle window, when the holder acquired with `holdFor` (its
+       * token says so: see `holdForOfToken`) and its window is still open by the store's clock:
+       * `min(holdFor, grant + holdFor − now)`, the grant dated by the holder's fencing token
+       * (see `windowLeftOf`). With several holders (permits, read shares), only when every one
+       * of them is such a throttle, until the soonest window closes. The caller is then early,
+       * not in a conflict: its refusal is a throttle's (`throttled`, `retryAfterMs`). Absent
+       * for any other refusal, and from a store that does not tell: a plain conflict.
+       */
+      windowLeft?: number;
     };
 
 /**
@@ -61,6 +71,16 @@ export interface StoredLock {
   waiting: number;
 }
 
+/**
+ * What a {@link LockStore.transfer} did: the hold moved to the new token; or nothing changed,
+ * because the key no longer holds the token (`gone`: expired, released, or moved already), or
+ * holds it with another fencing token than the one given (`fence-mismatch`).
+ */
+export type TransferOutcome = 'transferred' | 'gone' | 'fence-mismatch';
+
+/** The arguments of {@link LockStore.transfer}, in its order, for the stores that pass them on. */
+export type TransferParams = Parameters<NonNullable<LockStore['transfer']>>;
+
 /** Outcome of a guarded write: refused ones report the highest fencing token seen. */
 export type FencedWriteOutcome = { written: true } | { written: false; highestSeen: number };
 
@@ -71,6 +91,12 @@ export type FencedWriteOutcome = { written: true } | { written: false; highestSe
 export interface LockStore {
   /** What the store can do; what it cannot is refused before it is asked (see `refuseUnsupported`). */
   readonly capabilities: LockStoreCapabilities;
+  /**
+   * `false` when the store's client already knows it cannot reach the store (its connection
+   * failed and it waits to reconnect): a caller that may not wait is refused at once with a
+   * `LockConnectionError` instead of after `commandTimeout`. Absent: the store cannot tell.
+   */
+  readonly reachable?: boolean;
   /**
    * One atomic attempt: take the lock if it is free and no queued waiter comes first, issuing a
    * fencing token. With `queue`, a caller that does not get the lock takes (or keeps, renewing
@@ -117,6 +143,37 @@ export interface LockStore {
    * `keepFor`, and lets the TTL end it.
    */
   holdWindow?(key: string, token: string, keepFor: number): Promise<boolean>;
+  /**
+   * `Lock.handOff`: this instance let go of `token` on `key` without releasing it, after a last
+   * renewal; another instance adopts it, and this one renews and releases it no more. A store
+   * that puts a confirmed lock back where a master missed it (RedLock) must not do so for this
+   * token once its answers come in, as it does not for a released one.
+   */
+  handedOff?(key: string, token: string): void;
+  /**
+   * `LockService.adopt`: one atomic compare-and-swap that moves the hold of `token` on `key` to
+   * `newToken` (a token of the same kind, made by the adopting instance, which it names), for
+   * `ttl` ms from this request, keeping the hold's fencing token: only if `key` holds `token`
+   * with the fencing token `fencingToken`. A hold without a fencing token (a lock only reserved
+   * for a waiter) is `gone`. Once it moved, `token` renews and releases nothing: a second
+   * adoption of the same handle, in any instance, finds it `gone`, and `inspect` names the
+   * adopter. The same transfer sent again (a client that resends a command whose answer was
+   * lost) finds the hold on `newToken` with `fencingToken`, and answers `transferred`. When the
+   * call fails, the library releases `newToken`, in case the transfer reached the store all
+   * the same.
+   *
+   * A store without it still hands locks over (`capabilities.handles`): `adopt` reads the
+   * hold's fencing token with {@link inspect}, then {@link renew}s the handle's own token, so
+   * the lock keeps the token, and the instance that `inspect` names, of the instance that took
+   * it, and two instances that adopt one handle would both renew it and both hold the lock.
+   */
+  transfer?(
+    key: string,
+    token: string,
+    newToken: string,
+    ttl: number,
+    fencingToken: number,
+  ): Promise<TransferOutcome>;
   /** Whether anybody holds the lock (or a throttle's window keeps it taken). */
   isLocked(key: string): Promise<boolean>;
   /** Who holds `key` and how many wait for it, as the store sees it at one moment. */
@@ -130,7 +187,8 @@ export interface LockStore {
   /**
    * One cheap round trip to the backend, for health checks: resolves what the store can tell of
    * it (RedLock: how many masters answered), rejects with `LockConnectionError` when it gets no
-   * answer in time.
+   * answer in time. A `degraded` entry, a sentence, says that the backend answers but is
+   * impaired (Redis: replicas lag behind `waitForReplicas`): the health check reports it.
    */
   ping(): Promise<Record<string, unknown>>;
   /** What the store knows of its connection without asking (ZooKeeper: its session's state). */
@@ -153,6 +211,13 @@ export interface LockStore {
    * Resolves once notifications are flowing, so that a release after it is not missed.
    */
   subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void>;
+  /**
+   * Called once the application has booted: starts connecting, now, a store that would
+   * otherwise connect on its first call, so that its first callers do not wait for a handshake
+   * while callers of other processes go ahead of them. It waits for nothing and fails on
+   * nothing: an app whose store is down boots, and the store reports the outage as it does any.
+   */
+  open?(): void;
   /** Ends subscriptions and closes the connections the store owns. */
   close(): Promise<void>;
 }

@@ -54,14 +54,17 @@ export function lockNameOf(id: LockId, options: ResolvedAcquireOptions): string 
 }
 
 /**
- * Runs an acquisition and tells `probe` how it settled: `acquired` with a lock; `busy` (or
- * `throttled`, for a `holdFor` throttle) without one, where the caller did not wait; `timeout`
- * when the wait ran out; `aborted` by the caller's signal; `error` for anything else.
+ * Runs an acquisition and tells `probe` how it settled: `acquired` with a lock; `busy` without
+ * one, where the caller did not wait, or `throttled` when the holder is a `holdFor` throttle
+ * whose window was open (the refusal's `throttled`, or `throttled()` for a refusal without an
+ * error), whatever the caller's own options; `timeout` when the wait ran out; `aborted` by the
+ * caller's signal; `error` for anything else.
  */
 export async function observeAcquire<T extends { readonly fencingToken: number } | undefined>(
   probe: LockProbe,
   options: ResolvedAcquireOptions,
   acquire: () => Promise<T>,
+  throttled: () => boolean = () => false,
 ): Promise<T> {
   let lock: T;
   try {
@@ -71,7 +74,7 @@ export async function observeAcquire<T extends { readonly fencingToken: number }
     throw error;
   }
   if (lock !== undefined) probe.settled('acquired', lock.fencingToken);
-  else probe.settled(options.holdFor === undefined ? 'busy' : 'throttled');
+  else probe.settled(throttled() ? 'throttled' : 'busy');
   return lock;
 }
 

@@ -1,4 +1,8 @@
-import { LockNotAcquiredError, LockShuttingDownError } from '../lock.errors.js';
+import {
+  LockConnectionError,
+  LockNotAcquiredError,
+  LockShuttingDownError,
+} from '../lock.errors.js';
 import {
   OUTCOMES,
   type LockErrorBody,
@@ -17,6 +21,9 @@ export function answerGraphQL(error: LockRefusal, body: LockErrorBody): LockRefu
     code: OUTCOMES[body.code].graphQL,
     ...(body.retryAfterMs === undefined ? {} : { retryAfterMs: body.retryAfterMs }),
   };
+  if (error instanceof LockConnectionError) {
+    return new LockStoreUnavailableGraphQLError(error.key, body.message, extensions);
+  }
   return error instanceof LockShuttingDownError
     ? new LockShuttingDownGraphQLError(error.key, extensions)
     : new LockNotAcquiredGraphQLError(error, extensions);
@@ -39,5 +46,18 @@ class LockShuttingDownGraphQLError extends LockShuttingDownError {
   ) {
     super(key);
     this.name = LockShuttingDownError.name;
+  }
+}
+
+/** A store outage, with the body's message: the client's own error stays in the server's log. */
+class LockStoreUnavailableGraphQLError extends LockConnectionError {
+  constructor(
+    key: string,
+    message: string,
+    readonly extensions: LockGraphQLErrorExtensions,
+  ) {
+    super(key, 'the lock store is unavailable');
+    this.name = LockConnectionError.name;
+    this.message = message;
   }
 }

@@ -1,7 +1,20 @@
-import { LockNotAcquiredError, LockShuttingDownError } from '../lock.errors.js';
+import {
+  LockConnectionError,
+  LockNotAcquiredError,
+  LockShuttingDownError,
+} from '../lock.errors.js';
 
-/** The errors the exception filter answers: a held lock, or a call refused during shutdown. */
-export type LockRefusal = LockNotAcquiredError | LockShuttingDownError;
+/**
+ * The errors the exception filter answers: a held lock, a call refused during shutdown, and a
+ * lock store that could not be reached.
+ */
+export type LockRefusal = LockNotAcquiredError | LockShuttingDownError | LockConnectionError;
+
+/**
+ * When a client may try again after the lock store could not be reached: an outage is not a
+ * verdict, and a reconnect (or a failover) usually takes about this long.
+ */
+export const STORE_RETRY_AFTER_MS = 1_000;
 
 /**
  * What a client learns of a call that failed on a held lock, or was refused because this
@@ -13,10 +26,11 @@ export interface LockErrorBody {
   error: 'Conflict' | 'Too Many Requests' | 'Service Unavailable';
   /**
    * `LOCK_THROTTLED` for a closed `holdFor` throttle, `LOCK_SHUTTING_DOWN` for a call refused
-   * by an instance that is shutting down ({@link LockShuttingDownError}), `LOCK_CONFLICT`
-   * otherwise.
+   * by an instance that is shutting down ({@link LockShuttingDownError}),
+   * `LOCK_STORE_UNAVAILABLE` when the lock store could not be reached
+   * ({@link LockConnectionError}: retry, here or elsewhere), `LOCK_CONFLICT` otherwise.
    */
-  code: 'LOCK_CONFLICT' | 'LOCK_THROTTLED' | 'LOCK_SHUTTING_DOWN';
+  code: 'LOCK_CONFLICT' | 'LOCK_THROTTLED' | 'LOCK_SHUTTING_DOWN' | 'LOCK_STORE_UNAVAILABLE';
   /** Names the key without the module's `keyPrefix`. */
   message: string;
   /** Whole ms after which a retry can succeed, when known: {@link LockNotAcquiredError.retryAfterMs}. */
@@ -54,10 +68,27 @@ export const OUTCOMES = {
     graphQL: 'SERVICE_UNAVAILABLE',
     grpc: GRPC_UNAVAILABLE,
   },
+  LOCK_STORE_UNAVAILABLE: {
+    statusCode: 503,
+    error: 'Service Unavailable',
+    graphQL: 'SERVICE_UNAVAILABLE',
+    grpc: GRPC_UNAVAILABLE,
+  },
 } as const;
 
 /** The body every transport builds its answer from. */
 export function bodyOf(error: LockRefusal): LockErrorBody {
+  if (error instanceof LockConnectionError) {
+    // The client's own error (addresses, ports) stays in the server's log.
+    const { statusCode, error: name } = OUTCOMES.LOCK_STORE_UNAVAILABLE;
+    return {
+      statusCode,
+      error: name,
+      code: 'LOCK_STORE_UNAVAILABLE',
+      message: `Lock "${error.key}": the lock store is unavailable, try again`,
+      retryAfterMs: STORE_RETRY_AFTER_MS,
+    };
+  }
   const code =
     error instanceof LockShuttingDownError
       ? 'LOCK_SHUTTING_DOWN'

@@ -1,7 +1,13 @@
-import { Catch, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { Observable } from 'rxjs';
-import { LockNotAcquiredError, LockShuttingDownError } from '../lock.errors.js';
+import { throttledWarning } from '../engine/throttled-warning.js';
+import {
+  LockConnectionError,
+  LockNotAcquiredError,
+  LockShuttingDownError,
+  messageOf,
+} from '../lock.errors.js';
 import { answerGraphQL } from './graphql.js';
 import { answerGrpc, grpcMetadataOf } from './grpc.js';
 import { answerHttp } from './http.js';
@@ -10,11 +16,13 @@ import { answerRpc } from './rpc.js';
 import { answerWs } from './ws.js';
 
 /**
- * Answers a call that failed on a held lock (`LockNotAcquiredError`), or that this instance
- * refused because it is shutting down (`LockShuttingDownError`), in each kind of Nest handler,
- * so that the client can tell a conflict (`409`) from a closed `holdFor` throttle (`429`) and
- * from an instance that is going away (`503`: retry on another one), and learn when to retry
- * where that is known:
+ * Answers a call that failed on a held lock (`LockNotAcquiredError`), that this instance
+ * refused because it is shutting down (`LockShuttingDownError`), or whose lock store could not
+ * be reached (`LockConnectionError`), in each kind of Nest handler, so that the client can tell
+ * a conflict (`409`) from a closed `holdFor` throttle (`429`), from an instance that is going
+ * away (`503`, `LOCK_SHUTTING_DOWN`: retry on another one) and from a store outage (`503`,
+ * `LOCK_STORE_UNAVAILABLE`, with `Retry-After`: retry soon), and learn when to retry where
+ * that is known:
  *
  * - HTTP (Express, Fastify): the status, a {@link LockErrorBody}, and `Retry-After`; a `503`
  *   over HTTP/1 also says `Connection: close`, so that the client's next request opens a
@@ -38,11 +46,20 @@ import { answerWs } from './ws.js';
  * class OrdersController {}
  * ```
  */
-@Catch(LockNotAcquiredError, LockShuttingDownError)
+@Catch(LockNotAcquiredError, LockShuttingDownError, LockConnectionError)
 export class LockExceptionFilter implements ExceptionFilter<LockRefusal> {
+  /** What the answer leaves out of a store outage goes to the log, at most once a second. */
+  private readonly outage = throttledWarning(
+    (message) => new Logger(LockExceptionFilter.name).warn(message),
+    1_000,
+  );
+
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
   catch(error: LockRefusal, host: ArgumentsHost): Observable<never> | Error | void {
+    if (error instanceof LockConnectionError) {
+      this.outage(`Answered 503: ${error.message} (${messageOf(error.cause)})`);
+    }
     const body = bodyOf(error);
     switch (host.getType<string>()) {
       case 'http':

@@ -38,6 +38,13 @@ class OrdersController {
     return { submitted: id };
   }
 
+  /** The key of the throttle, taken without holdFor: whether it is refused is the holder's say. */
+  @Post('status')
+  @WithLock('submit:<id>')
+  status(@Param('id') id: string) {
+    return { status: id };
+  }
+
   /** A throttle whose call runs until the gate opens; its lock is renewed meanwhile. */
   @Post('slow-submit')
   @WithLock('submit:<id>', { holdFor: SUBMIT_WINDOW_MS })
@@ -103,6 +110,28 @@ describe.each(platforms)('a held lock in an HTTP handler (%s)', (_, httpAdapter)
     expect(response.status).toBe(429);
     expect(Number(response.headers['retry-after'])).toBeLessThanOrEqual(SUBMIT_WINDOW_MS / 1000);
     withinWindow((response.body as { retryAfterMs: number }).retryAfterMs);
+  });
+
+  it('answers 429 to a caller without holdFor inside the window, as the holder is a throttle', async () => {
+    expect((await post('/orders/4/submit')).status).toBe(201);
+    const response = await post('/orders/4/status');
+    expect(response.status).toBe(429);
+    expect(response.body).toEqual(throttleBody('4'));
+    withinWindow((response.body as { retryAfterMs: number }).retryAfterMs);
+    expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  });
+
+  it('answers 409 to a caller with holdFor when the holder has none: a plain conflict', async () => {
+    const held = await module.get(LockService).acquire('submit:5');
+    try {
+      const response = await post('/orders/5/submit');
+      expect(response.status).toBe(409);
+      expect(response.headers['retry-after']).toBeUndefined();
+      expect(response.body).toMatchObject({ statusCode: 409, code: 'LOCK_CONFLICT' });
+    } finally {
+      await held.release();
+    }
+    expect((await post('/orders/5/submit')).status).toBe(201);
   });
 
   // Last: the app takes no more locks.

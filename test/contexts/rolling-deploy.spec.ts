@@ -12,6 +12,7 @@ import {
   type LockApp,
 } from '../support/lock-app.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
+import { byTier } from '../support/tiers.js';
 
 const APP = fileURLToPath(new URL('../support/draining-app.mjs', import.meta.url));
 
@@ -90,11 +91,15 @@ async function grantedAfter(counter: { grants: number }, from: number): Promise<
 
 type Store = 'redis' | 'zookeeper';
 
-describe.each<[Store, string]>([
-  ['redis', 'express'],
-  ['redis', 'fastify'],
-  ['zookeeper', 'express'],
-])('a rolling deploy (%s, HTTP on %s): SIGTERM while work runs under locks', (store, adapter) => {
+describe.each<[Store, string]>(
+  byTier({
+    quick: [
+      ['redis', 'express'],
+      ['redis', 'fastify'],
+    ],
+    all: [['zookeeper', 'express']],
+  }),
+)('a rolling deploy (%s, HTTP on %s): SIGTERM while work runs under locks', (store, adapter) => {
   let zookeeper: ZooKeeperServer | undefined;
 
   beforeAll(async () => {

@@ -1,82 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
-import { rawClient, sharedRedisUrl, sleep, uniquePrefix } from '../support/lock-app.js';
+import { rawClient, sharedRedisUrl } from '../support/lock-app.js';
 import { PostgresServer } from '../support/postgres-server.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
+import { byTier } from '../support/tiers.js';
+import { PERIOD, runReplicas, runsPerTick } from '../support/scheduled-replicas.js';
 
-const REPLICA = fileURLToPath(new URL('../support/scheduled-replica.mjs', import.meta.url));
-const CLOCK_OFFSET = fileURLToPath(new URL('../support/clock-offset.mjs', import.meta.url));
-/** The replicas' schedule period and the lock's holdFor, as in scheduled-replica.mjs. */
-const PERIOD = 2_000;
+/** The lock's holdFor, as in scheduled-replica.mjs. */
 const HOLD_FOR = PERIOD * 0.75;
-
-interface Run {
-  at: number;
-  pid: number;
-}
-
-/**
- * Runs three replicas of one app, each a process with its own connections, for `periods`
- * periods of their schedule; resolves with the job's runs, in the order they started. With
- * `offsets`, replica i's wall clock runs `offsets[i]` ms off the machine's.
- */
-async function runReplicas(
-  redis: Redis,
-  env: Record<string, string>,
-  periods: number,
-  offsets?: number[],
-): Promise<Run[]> {
-  const prefix = uniquePrefix();
-  const runs = `${prefix}runs`;
-  const replicas: ChildProcess[] = [];
-  try {
-    for (let i = 0; i < 3; i++) {
-      const replica = fork(REPLICA, [], {
-        execArgv: offsets ? [...process.execArgv, '--import', CLOCK_OFFSET] : process.execArgv,
-        env: {
-          ...process.env,
-          ...env,
-          CLOCK_OFFSET_MS: String(offsets?.[i] ?? 0),
-          REPLICA_REDIS_URL: sharedRedisUrl(),
-          REPLICA_KEY_PREFIX: prefix,
-          REPLICA_RUNS: runs,
-        },
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      });
-      replicas.push(replica);
-    }
-    await Promise.all(replicas.map((replica) => once(replica, 'message')));
-    await sleep(periods * PERIOD);
-  } finally {
-    await Promise.all(
-      replicas.map(async (replica) => {
-        if (replica.exitCode !== null) return;
-        const exited = once(replica, 'exit');
-        if (replica.connected) replica.disconnect();
-        await exited;
-      }),
-    );
-  }
-  const entries = await redis.lrange(runs, 0, -1);
-  await redis.del(runs);
-  return entries.map((entry) => {
-    const [at, pid] = entry.split(':').map(Number);
-    return { at, pid };
-  });
-}
-
-/** How many runs each period of the clock-aligned schedule had. */
-function runsPerTick(runs: Run[]): number[] {
-  const ticks = new Map<number, number>();
-  for (const { at } of runs) {
-    const tick = Math.round(at / PERIOD);
-    ticks.set(tick, (ticks.get(tick) ?? 0) + 1);
-  }
-  return [...ticks.values()];
-}
 
 describe('a scheduled job across three replicas (@nestjs/schedule)', () => {
   let redis: Redis;
@@ -98,7 +29,7 @@ describe('a scheduled job across three replicas (@nestjs/schedule)', () => {
     }, 60_000);
 
     it('@Interval with @WithLock(onLocked: skip, holdFor): at most one run per holdFor', async () => {
-      const runs = await runReplicas(
+      const { runs } = await runReplicas(
         redis,
         { REPLICA_SCHEDULE: 'interval', REPLICA_ORDER: order },
         4,
@@ -125,7 +56,7 @@ describe('a scheduled job across three replicas (@nestjs/schedule)', () => {
  */
 const OFFSETS = [-250, 0, 250];
 
-describe.each(['Redis', 'ZooKeeper', 'PostgreSQL'])(
+describe.each(byTier({ quick: ['Redis'], all: ['ZooKeeper', 'PostgreSQL'] }))(
   'a scheduled job on %s across replicas whose clocks disagree by up to 500 ms',
   (backend) => {
     let redis: Redis;
@@ -157,7 +88,7 @@ describe.each(['Redis', 'ZooKeeper', 'PostgreSQL'])(
         redis,
         { ...env, REPLICA_SCHEDULE: 'cron', REPLICA_HOLD_FOR: String(PERIOD / 2) },
         4,
-        OFFSETS,
+        { offsets: OFFSETS },
       );
       const perTick = runsPerTick(runs);
       expect(perTick.length).toBeGreaterThanOrEqual(3);
@@ -169,7 +100,7 @@ describe.each(['Redis', 'ZooKeeper', 'PostgreSQL'])(
         redis,
         { ...env, REPLICA_SCHEDULE: 'cron', REPLICA_HOLD_FOR: '50' },
         3,
-        OFFSETS,
+        { offsets: OFFSETS },
       );
       expect(Math.max(...runsPerTick(runs))).toBeGreaterThan(1);
     }, 60_000);

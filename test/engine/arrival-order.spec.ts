@@ -7,6 +7,7 @@ import { inProcess, LockProcess, type Contender } from '../support/lock-child.js
 import { PostgresServer } from '../support/postgres-server.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
 import { ZooKeeperTree } from '../support/zookeeper-tree.js';
+import { byTier } from '../support/tiers.js';
 
 /** Three app instances on one store, and what is left of their locks once they are done. */
 interface Instances {
@@ -99,12 +100,18 @@ async function memoryInstances(): Promise<Instances> {
 /** Each workload runs a few times: the order must hold in every run. */
 const TRIALS = 3;
 
-describe.each([
-  ['Redis, an instance per process', redisProcesses],
-  ['ZooKeeper, an instance per process', zookeeperProcesses],
-  ['PostgreSQL, an instance per process', postgresProcesses],
-  ['memory, instances in one process', memoryInstances],
-])('first come, first served across instances (%s)', (_, start) => {
+describe.each(
+  byTier({
+    quick: [
+      ['Redis, an instance per process', redisProcesses],
+      ['memory, instances in one process', memoryInstances],
+    ],
+    all: [
+      ['ZooKeeper, an instance per process', zookeeperProcesses],
+      ['PostgreSQL, an instance per process', postgresProcesses],
+    ],
+  }),
+)('first come, first served across instances (%s)', (_, start) => {
   let instances: Instances;
 
   beforeAll(async () => {

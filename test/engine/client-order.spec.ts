@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { REDIS_CLIENTS } from '../../src/store/redis/redis-clients.js';
 import type { RedisConnection, RedisScript } from '../../src/store/redis/redis-client.port.js';
 import { rawClient, sharedRedisUrl, uniquePrefix } from '../support/lock-app.js';
+import { byTier } from '../support/tiers.js';
 
 /** A script that appends its argument to the list it is given, in the order it runs. */
 const SOURCE = "redis.call('RPUSH', KEYS[1], ARGV[1]) return 1";
@@ -20,11 +21,15 @@ const BURST = 300;
  * awaiting, run in that order (a release sent right after an attempt runs after it). On each
  * client library's adapter.
  */
-describe.each<[string, (url: string) => RedisConnection]>([
-  ['ioredis', (url) => REDIS_CLIENTS.ioredis.server(url)],
-  ['node-redis', (url) => REDIS_CLIENTS['node-redis'].server(url)],
-  ['GLIDE', (url) => REDIS_CLIENTS.glide.server(url, 5_000)],
-])('the %s adapter', (_, connect) => {
+describe.each<[string, (url: string) => RedisConnection]>(
+  byTier({
+    quick: [['ioredis', (url) => REDIS_CLIENTS.ioredis.server(url)]],
+    all: [
+      ['node-redis', (url) => REDIS_CLIENTS['node-redis'].server(url)],
+      ['GLIDE', (url) => REDIS_CLIENTS.glide.server(url, 5_000)],
+    ],
+  }),
+)('the %s adapter', (_, connect) => {
   let connection: RedisConnection;
   let monitor: Redis;
 

@@ -3,12 +3,17 @@ import { LockConnectionError, LockLostError, type LockModuleOptions } from '../.
 import { NEXT_FENCE_LUA } from '../../src/store/redis/scripts/fence.lua.js';
 import { RedisServer } from '../support/redis-server.js';
 import { aborted, bootLockApp, rawClient, type LockApp } from '../support/lock-app.js';
+import { byTier } from '../support/tiers.js';
 
-describe.each<[string, LockModuleOptions]>([
-  ['ioredis', {}],
-  ['node-redis', { redisClient: 'node-redis' }],
-  ['GLIDE', { redisClient: 'glide' }],
-])('when the Redis server dies (through %s)', (_, client) => {
+describe.each<[string, LockModuleOptions]>(
+  byTier<[string, LockModuleOptions]>({
+    quick: [['ioredis', {}]],
+    all: [
+      ['node-redis', { redisClient: 'node-redis' }],
+      ['GLIDE', { redisClient: 'glide' }],
+    ],
+  }),
+)('when the Redis server dies (through %s)', (_, client) => {
   let server: RedisServer;
   let app: LockApp;
 

@@ -41,7 +41,10 @@ describe.each(backends)('handing a lock to another instance (%s)', (_, makeBacke
   beforeEach(async () => {
     space = new MemoryLockSpace();
     prefix = uniquePrefix();
-    [scheduler, worker] = [await boot(), await boot()];
+    [scheduler, worker] = [
+      await boot({ instanceId: 'scheduler' }),
+      await boot({ instanceId: 'worker' }),
+    ];
   });
 
   afterEach(async () => {
@@ -53,7 +56,7 @@ describe.each(backends)('handing a lock to another instance (%s)', (_, makeBacke
   /** JSON on the way, as a queue would carry it. */
   const send = (handle: LockHandle) => JSON.parse(JSON.stringify(handle)) as LockHandle;
 
-  it('the adopter holds it past several ttls, with the same fencing token, until it releases', async () => {
+  it('the adopter holds it past several ttls, by a token of its own with the same fencing token, until it releases', async () => {
     const lock = await scheduler.acquire('job:1');
     const lost = aborted(lock);
     const handle = await lock.handOff();
@@ -71,7 +74,11 @@ describe.each(backends)('handing a lock to another instance (%s)', (_, makeBacke
 
     const adopted = await worker.adopt(send(handle));
     expect(adopted.fencingToken).toBe(lock.fencingToken);
-    expect(adopted.token).toBe(lock.token);
+    expect(adopted.token).not.toBe(lock.token);
+    // The hold is the adopter's: inspect names it, with the fencing token the lock had.
+    expect((await scheduler.inspect('job:1')).holders).toEqual([
+      expect.objectContaining({ owner: 'worker', fencingToken: lock.fencingToken }),
+    ]);
     await sleep(TTL * 4);
     expect(adopted.signal.aborted).toBe(false);
     expect(await scheduler.tryAcquire('job:1')).toBeNull();
@@ -139,6 +146,41 @@ describe.each(backends)('handing a lock to another instance (%s)', (_, makeBacke
     expect(await worker.isLocked('job:9')).toBe(false);
   });
 
+  it('a handle is adopted once: another instance, and the one that handed it off, are refused while the adopter holds it', async () => {
+    const lock = await scheduler.acquire('job:10');
+    const handle = send(await lock.handOff());
+    const adopted = await worker.adopt(handle);
+    const other = await boot({ instanceId: 'other' });
+    await expect(other.adopt(handle)).rejects.toThrow(LockLostError);
+    await expect(scheduler.adopt(handle)).rejects.toThrow(LockLostError);
+    await sleep(TTL * 3);
+    expect(adopted.signal.aborted).toBe(false);
+    expect((await other.inspect('job:10')).holders).toEqual([
+      expect.objectContaining({ owner: 'worker', fencingToken: lock.fencingToken }),
+    ]);
+    expect(await adopted.release()).toBe(true);
+    expect(await other.isLocked('job:10')).toBe(false);
+  });
+
+  it('two instances that adopt one handle at once: one holds the lock, the other is refused', async () => {
+    const lock = await scheduler.acquire('job:11');
+    const handle = send(await lock.handOff());
+    const other = await boot({ instanceId: 'other' });
+    const results = await Promise.allSettled([worker.adopt(handle), other.adopt(handle)]);
+    const adopted = results.flatMap((result) =>
+      result.status === 'fulfilled' ? [result.value] : [],
+    );
+    const refused = results.flatMap((result): unknown[] =>
+      result.status === 'rejected' ? [result.reason] : [],
+    );
+    expect(adopted).toHaveLength(1);
+    expect(refused).toEqual([expect.any(LockLostError)]);
+    const owner = results[0].status === 'fulfilled' ? 'worker' : 'other';
+    expect((await worker.inspect('job:11')).holders).toEqual([expect.objectContaining({ owner })]);
+    expect(await adopted[0]?.release()).toBe(true);
+    expect(await worker.isLocked('job:11')).toBe(false);
+  });
+
   it('refuses malformed handles, another key prefix, and throttles', async () => {
     await expect(worker.adopt({} as LockHandle)).rejects.toThrow(LockOptionsError);
     const lock = await scheduler.acquire('job:6');
@@ -162,17 +204,43 @@ describe.each(backends)('handing a lock to another instance (%s)', (_, makeBacke
     await throttle.release();
   });
 
-  it('semaphore permits and read-write shares travel too', async () => {
-    const permit = await scheduler.acquire('pool', { limit: 2 });
+  it('refuses a handle whose fencing token was altered, and a later holder’s fenced writes still go through', async () => {
+    const lock = await scheduler.acquire('forged', { ttl: 1_000 });
+    const handle = await lock.handOff();
+    const forged = { ...handle, fencingToken: handle.fencingToken + 1_000_000_000_000 };
+    await expect(worker.adopt(forged)).rejects.toMatchObject({
+      name: 'LockOptionsError',
+      option: 'handle',
+    });
+    // Nothing holds it here; it ends by its ttl, and the next holder's token outranks the
+    // genuine one, so its fenced write is accepted.
+    const next = await worker.acquire('forged', { waitTimeout: 10_000 });
+    expect(next.fencingToken).toBeGreaterThan(handle.fencingToken);
+    expect(next.fencingToken).toBeLessThan(forged.fencingToken);
+    await worker.writeFenced('forged:resource', 'v', next.fencingToken);
+    await next.release();
+  });
+
+  it('semaphore permits and read-write shares travel too, to the adopter, once', async () => {
+    const permit = await scheduler.acquire('pool', { limit: 3, permits: 2 });
     const read = await scheduler.acquire('doc', { mode: 'read' });
+    const [permitHandle, readHandle] = [send(await permit.handOff()), send(await read.handOff())];
     const [movedPermit, movedRead] = await Promise.all([
-      worker.adopt(send(await permit.handOff())),
-      worker.adopt(send(await read.handOff())),
+      worker.adopt(permitHandle),
+      worker.adopt(readHandle),
     ]);
+    expect((await scheduler.inspect('pool')).holders).toEqual([
+      expect.objectContaining({ owner: 'worker', permits: 2, fencingToken: permit.fencingToken }),
+    ]);
+    expect((await scheduler.inspect('doc')).holders).toEqual([
+      expect.objectContaining({ owner: 'worker', mode: 'read', fencingToken: read.fencingToken }),
+    ]);
+    await expect(scheduler.adopt(permitHandle)).rejects.toThrow(LockLostError);
+    await expect(scheduler.adopt(readHandle)).rejects.toThrow(LockLostError);
     await sleep(TTL * 3);
     expect(await scheduler.tryAcquire('doc', { mode: 'write' })).toBeNull();
-    const second = await scheduler.acquire('pool', { limit: 2 });
-    expect(await scheduler.tryAcquire('pool', { limit: 2 })).toBeNull();
+    const second = await scheduler.acquire('pool', { limit: 3 });
+    expect(await scheduler.tryAcquire('pool', { limit: 3 })).toBeNull();
     await Promise.all([movedPermit.release(), movedRead.release(), second.release()]);
     expect(await scheduler.isLocked('pool')).toBe(false);
     expect(await scheduler.isLocked('doc')).toBe(false);
@@ -195,11 +263,14 @@ describe('handing a lock to another process (redis)', () => {
   it('a worker process adopts it, keeps it past several ttls, and releases it', async () => {
     const options = { redis: sharedRedisUrl(), ttl: TTL, keyPrefix: uniquePrefix() };
     const app = await bootLockApp(options);
-    const worker = await LockProcess.start(options);
+    const worker = await LockProcess.start({ ...options, instanceId: 'worker' });
     try {
       const lock = await app.locks.acquire('job');
       const adopted = await worker.adopt(await lock.handOff());
       expect(adopted.fencingToken).toBe(lock.fencingToken);
+      expect((await app.locks.inspect('job')).holders).toEqual([
+        expect.objectContaining({ owner: 'worker', fencingToken: lock.fencingToken }),
+      ]);
       await sleep(TTL * 4);
       expect(await app.locks.tryAcquire('job')).toBeNull();
       expect(await lock.release()).toBe(false);
@@ -207,6 +278,29 @@ describe('handing a lock to another process (redis)', () => {
       expect(await app.locks.isLocked('job')).toBe(false);
     } finally {
       await worker.close();
+      await app.close();
+    }
+  });
+
+  it('a second worker process that adopts the same handle is refused while the first holds it', async () => {
+    const options = { redis: sharedRedisUrl(), ttl: TTL, keyPrefix: uniquePrefix() };
+    const app = await bootLockApp(options);
+    const [first, second] = await Promise.all(
+      ['first', 'second'].map((instanceId) => LockProcess.start({ ...options, instanceId })),
+    );
+    try {
+      const lock = await app.locks.acquire('job');
+      const handle = await lock.handOff();
+      const adopted = await first.adopt(handle);
+      await expect(second.adopt(handle)).rejects.toThrow(/^LockLostError/);
+      await sleep(TTL * 3);
+      expect((await app.locks.inspect('job')).holders).toEqual([
+        expect.objectContaining({ owner: 'first', fencingToken: lock.fencingToken }),
+      ]);
+      expect(await adopted.release()).toBe(true);
+      expect(await app.locks.isLocked('job')).toBe(false);
+    } finally {
+      await Promise.all([first.close(), second.close()]);
       await app.close();
     }
   });

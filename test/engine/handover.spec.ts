@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
+import type { LockEngine } from '../../src/engine/lock-engine.js';
 import type { Lock } from '../../src/index.js';
+import { LOCK_ENGINE } from '../../src/lock.constants.js';
 import { bootLockApp, rawClient, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
 import { RedisServer } from '../support/redis-server.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -183,22 +185,41 @@ describe('the fair handover', () => {
         await bootLockApp({ redis: server.url, keyPrefix: prefix }),
       ];
       apps.push(holder, waiter);
-      const held = await holder.locks.acquire('noticed', { ttl: 10_000 });
-      const notices: string[] = [];
+      const waiting = waiter.module.get<LockEngine>(LOCK_ENGINE).waiters;
       const listener = rawClient(server.url);
+      // The notice grants the lock to the waiter from its last refused attempt. An attempt of
+      // its own on its way when the notice comes (its fallback re-check, 50 ms after it queued,
+      // then later and later) decides instead, and takes the lock with a later token: both are
+      // right. So the handover is tried a few times; every one must be sound, and on any
+      // machine the notice serves most of them.
+      let fromNotice: Lock | undefined;
       try {
-        await listener.subscribe(held.key);
-        listener.on('message', (_channel: string, message: string) => notices.push(message));
-        const waited = waiter.locks.acquire('noticed', { ttl: 10_000, waitTimeout: 20_000 });
-        await until(async () => (await redis.zcard(queueOf(held.key))) === 1);
-        const [waiterToken] = await redis.zrange(queueOf(held.key), 0, -1);
-        await held.release();
-        const lock = await waited;
-        // The notice named the waiter and the fencing token it holds: no attempt of its own
-        // issued another one.
-        await until(async () => notices.length === 1);
-        expect(notices).toEqual([`turn:${waiterToken} ${lock.fencingToken}`]);
-        expect(lock.token).toBe(waiterToken);
+        for (let round = 0; round < 5 && !fromNotice; round++) {
+          const name = `noticed:${round}`;
+          const held = await holder.locks.acquire(name, { ttl: 10_000 });
+          const notices: string[] = [];
+          await listener.subscribe(held.key);
+          listener.removeAllListeners('message');
+          listener.on('message', (channel: string, message: string) => {
+            if (channel === held.key) notices.push(message);
+          });
+          const waited = waiter.locks.acquire(name, { ttl: 10_000, waitTimeout: 20_000 });
+          // The waiter has its refusal in hand, not only a place in the store's line.
+          await until(async () => waiting.has(held.key));
+          const [waiterToken] = await redis.zrange(queueOf(held.key), 0, -1);
+          await held.release();
+          const lock = await waited;
+          await until(async () => notices.length === 1);
+          const [noticed] = notices;
+          expect(noticed).toMatch(new RegExp(`^turn:${waiterToken} \\d+$`));
+          const noticeToken = Number(noticed.split(' ')[1]);
+          expect(lock.token).toBe(waiterToken);
+          expect(lock.fencingToken).toBeGreaterThanOrEqual(noticeToken);
+          if (lock.fencingToken === noticeToken) fromNotice = lock;
+          else expect(await lock.release()).toBe(true);
+        }
+        expect(fromNotice).toBeDefined();
+        const lock = fromNotice!;
         // Granted for the handover lease (500 ms); its watchdog renews it to the whole TTL.
         await sleep(800);
         expect(lock.signal.aborted).toBe(false);
@@ -251,13 +272,10 @@ describe('the fair handover', () => {
       // Killed while queued, first in line, with its queue lease still running.
       child.kill('SIGKILL');
       await once(child, 'exit');
-      const releasedAt = performance.now();
       await held.release();
       // The dead waiter asked for a 60 s TTL and the live one waits at most 20 s: it only gets
       // the lock if the dead one's turn costs far less than its TTL.
       const lock = await queued;
-      const blockedMs = performance.now() - releasedAt;
-      console.log(`A waiter killed while queued blocked the key for ${blockedMs.toFixed(0)} ms`);
       expect(holderIn(await redis.get(lock.key))).toBe(lock.token);
       expect(lock.fencingToken).toBeGreaterThan(held.fencingToken);
       await lock.release();
@@ -271,18 +289,20 @@ describe('the fair handover', () => {
     const waiter = await boot(server.url);
     const keys = ['short:1', 'short:2', 'short:3'];
     const held = await Promise.all(keys.map((key) => holder.locks.acquire(key, { ttl: 10_000 })));
+    // A TTL far shorter than the wait, yet one a loaded machine can renew: a 50 ms one is lost
+    // to any event-loop stall of 40 ms, which is no fault of the handover's.
     const waits = keys.map((key) =>
-      waiter.locks.acquire(key, { ttl: 50, waitTimeout: 20_000 }).then(async (lock) => ({
+      waiter.locks.acquire(key, { ttl: 400, waitTimeout: 20_000 }).then(async (lock) => ({
         lock,
         owner: holderIn(await redis.get(lock.key)),
       })),
     );
-    // Waits much longer than the waiters' 50 ms TTL, with re-checks about a second apart.
+    // Waits six times the waiters' TTL, with re-checks about a second apart.
     await sleep(2_500);
     await Promise.all(held.map((lock) => lock.release()));
     const acquired = await Promise.all(waits);
-    // Held, and kept alive by the watchdog for many TTLs.
-    await sleep(300);
+    // Held, and kept alive by the watchdog for three TTLs.
+    await sleep(1_200);
     for (const { lock, owner } of acquired) {
       expect(owner).toBe(lock.token);
       expect(lock.signal.aborted).toBe(false);

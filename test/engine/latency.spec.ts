@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { LockConnectionError, LockLostError } from '../../src/index.js';
+import { until } from '../support/backends.js';
 import { aborted, bootLockApp, rawClient, sleep, type LockApp } from '../support/lock-app.js';
 import { RedisServer } from '../support/redis-server.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -20,6 +21,21 @@ describe('latency on the path to Redis', () => {
     redis = rawClient(server.url);
   });
 
+  /**
+   * Waits until the app's connection is open and answers. Its first command opens it (through
+   * the proxy, with the client's ready check): on a loaded machine that alone can outlast the
+   * 300 ms commandTimeout, which is meant for the stalls the tests make, not for that.
+   */
+  const connected = () =>
+    until(
+      async () =>
+        app.locks.isLocked('warm-up').then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+    );
+
   afterEach(async () => {
     proxy.resume();
     await Promise.all([app.close(), direct.close()]);
@@ -29,7 +45,7 @@ describe('latency on the path to Redis', () => {
   });
 
   it('times an acquire out cleanly and frees the lock it took once the reply comes in', async () => {
-    await app.locks.isLocked('warm-up');
+    await connected();
     proxy.stall();
     // It gives up on its commandTimeout with a connection error, not after the 10 s wait.
     await expect(app.locks.acquire('slow', { waitTimeout: 10_000 })).rejects.toBeInstanceOf(
@@ -51,6 +67,25 @@ describe('latency on the path to Redis', () => {
     expect(await redis.exists('{lock:slow}:queue')).toBe(0);
   });
 
+  it('gives back the hold that an adoption moved once its answer, which never came in time, reaches Redis', async () => {
+    await connected();
+    const lock = await direct.locks.acquire('adopted-late', { ttl: 30_000 });
+    const handle = await lock.handOff();
+    proxy.stall();
+    await expect(app.locks.adopt(handle)).rejects.toBeInstanceOf(LockConnectionError);
+    proxy.resume();
+    // The stalled adoption reaches Redis after all and moves the hold to the adopter's token
+    // (30 s TTL), which nobody holds: the library must give it back, not leave it to expire.
+    let next = await direct.locks.tryAcquire('adopted-late');
+    for (let i = 0; i < 100 && !next; i++) {
+      await sleep(20);
+      next = await direct.locks.tryAcquire('adopted-late');
+    }
+    expect(next).not.toBeNull();
+    await expect(app.locks.adopt(handle)).rejects.toBeInstanceOf(LockLostError);
+    await next!.release();
+  });
+
   it('treats renewals that come too late as loss, and the lock goes to the next holder', async () => {
     const lock = await app.locks.acquire('renewed', { ttl: 300 });
     proxy.stall();
@@ -65,7 +100,7 @@ describe('latency on the path to Redis', () => {
   });
 
   it('fails an acquisition whose answer comes after its TTL instead of handing out a stale lock', async () => {
-    await app.locks.isLocked('warm-up');
+    await connected();
     // 60 ms each way: Redis grants a 50 ms lock, which has expired by the time the answer is in.
     proxy.delay(60);
     const error = await app.locks

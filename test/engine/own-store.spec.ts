@@ -17,4 +17,30 @@ describe('a store of the app’s own', () => {
     await app.close();
     expect(own.closed).toBe(true);
   });
+
+  it('without transfer, adopts a handle by renewing its token, and still refuses an altered one', async () => {
+    const space = new MemoryLockSpace();
+    const boot = (instanceId: string) =>
+      bootLockApp({
+        store: new OwnStore(new MemoryLockStore(true, space.state, 'own:'), { transfer: false }),
+        keyPrefix: 'own:',
+        instanceId,
+      });
+    const [hander, adopter] = [await boot('hander'), await boot('adopter')];
+    try {
+      const lock = await hander.locks.acquire('k');
+      const handle = await lock.handOff();
+      const forged = { ...handle, fencingToken: handle.fencingToken + 1 };
+      await expect(adopter.locks.adopt(forged)).rejects.toMatchObject({ name: 'LockOptionsError' });
+      const adopted = await adopter.locks.adopt(handle);
+      // The hold keeps the token, and the instance that inspect names, of the one that took it.
+      expect(adopted).toMatchObject({ token: lock.token, fencingToken: lock.fencingToken });
+      expect((await adopter.locks.inspect('k')).holders).toMatchObject([
+        { owner: 'hander', fencingToken: lock.fencingToken },
+      ]);
+      expect(await adopted.release()).toBe(true);
+    } finally {
+      await Promise.all([hander.close(), adopter.close()]);
+    }
+  });
 });

@@ -77,9 +77,12 @@ describe('shutdown with work running under locks', () => {
   });
 
   it('refuses waiters and new calls at once while the work runs', async () => {
-    const work = gate();
-    const running = app.locks.using('busy', () => work.opened);
-    await sleep(20);
+    const [work, started] = [gate(), gate()];
+    const running = app.locks.using('busy', () => {
+      started.open();
+      return work.opened;
+    });
+    await started.opened;
     const waiter = app.locks.acquire('busy', { waitTimeout: 10_000 }).catch((e: unknown) => e);
     await sleep(20);
     const closing = app.close();
@@ -92,15 +95,15 @@ describe('shutdown with work running under locks', () => {
   });
 
   it('lets the running work take the further locks it needs to finish', async () => {
-    const work = gate();
-    const nestedHeld = gate();
+    const [work, started, nestedHeld] = [gate(), gate(), gate()];
     const blocker = await other.locks.acquire('inventory');
     const running = app.locks.using('order', async () => {
+      started.open();
       await work.opened;
       // Waits for another instance's lock, as work in flight may have to.
       return app.locks.using('inventory', () => nestedHeld.open(), { waitTimeout: 5_000 });
     });
-    await sleep(20);
+    await started.opened;
     const closing = app.close();
     await sleep(20);
     work.open();
@@ -112,9 +115,16 @@ describe('shutdown with work running under locks', () => {
   });
 
   it('leaves a throttle whose work ended meanwhile closed until its window ends', async () => {
-    const work = gate();
-    const running = app.locks.using('tick', () => work.opened, { holdFor: 10_000 });
-    await sleep(20);
+    const [work, started] = [gate(), gate()];
+    const running = app.locks.using(
+      'tick',
+      () => {
+        started.open();
+        return work.opened;
+      },
+      { holdFor: 10_000 },
+    );
+    await started.opened;
     const closing = app.close();
     work.open();
     await running;

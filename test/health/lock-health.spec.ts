@@ -11,10 +11,11 @@ import {
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { LockHealthIndicator, LockModule } from '../../src/index.js';
+import { LockHealthIndicator, LockModule, LockService } from '../../src/index.js';
 import { until } from '../support/backends.js';
 import { RedisServer } from '../support/redis-server.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
+import { onlyIn } from '../support/tiers.js';
 
 /** Matchers, typed as what they stand for in a report. */
 const aNumber: unknown = expect.any(Number);
@@ -37,46 +38,48 @@ class HealthController {
   }
 }
 
-describe('the lock health indicator on ZooKeeper', () => {
-  let server: ZooKeeperServer;
-  let app: INestApplicationContext;
+onlyIn('all', () => {
+  describe('the lock health indicator on ZooKeeper', () => {
+    let server: ZooKeeperServer;
+    let app: INestApplicationContext;
 
-  beforeAll(async () => {
-    server = await ZooKeeperServer.start();
-    const module = await Test.createTestingModule({
-      imports: [
-        LockModule.forRoot({
-          zookeeper: { connectionString: server.address, sessionTimeout: 4_000 },
-          commandTimeout: 500,
-        }),
-      ],
-    }).compile();
-    app = await module.init();
-  }, 60_000);
+    beforeAll(async () => {
+      server = await ZooKeeperServer.start();
+      const module = await Test.createTestingModule({
+        imports: [
+          LockModule.forRoot({
+            zookeeper: { connectionString: server.address, sessionTimeout: 4_000 },
+            commandTimeout: 500,
+          }),
+        ],
+      }).compile();
+      app = await module.init();
+    }, 60_000);
 
-  afterAll(async () => {
-    await app?.close();
-    await server?.stop();
-  });
-
-  it('says the session state: connected while up, disconnected once the server is gone', async () => {
-    const indicator = app.get(LockHealthIndicator);
-    expect(await indicator.isHealthy()).toEqual({
-      lock: {
-        status: 'up',
-        backend: 'zookeeper',
-        latencyMs: aNumber,
-        session: 'SYNC_CONNECTED',
-      },
+    afterAll(async () => {
+      await app?.close();
+      await server?.stop();
     });
-    await server.kill();
-    expect(await indicator.isHealthy()).toEqual({
-      lock: {
-        status: 'down',
-        backend: 'zookeeper',
-        message: aString,
-        session: 'DISCONNECTED',
-      },
+
+    it('says the session state: connected while up, disconnected once the server is gone', async () => {
+      const indicator = app.get(LockHealthIndicator);
+      expect(await indicator.isHealthy()).toEqual({
+        lock: {
+          status: 'up',
+          backend: 'zookeeper',
+          latencyMs: aNumber,
+          session: 'SYNC_CONNECTED',
+        },
+      });
+      await server.kill();
+      expect(await indicator.isHealthy()).toEqual({
+        lock: {
+          status: 'down',
+          backend: 'zookeeper',
+          message: aString,
+          session: 'DISCONNECTED',
+        },
+      });
     });
   });
 });
@@ -122,6 +125,20 @@ describe('the lock health indicator', () => {
     await server.restart();
     await until(async () => (await health()).status === 200, 10_000);
     expect((await health()).body).toMatchObject({ info: { lock: { status: 'up' } } });
+  });
+
+  it('says degraded, with how many, while renewals run late, and up once they have caught up', async () => {
+    const indicator = app.get(LockHealthIndicator);
+    const lock = await app.get(LockService).acquire('slow-loop', { ttl: 1_000 });
+    // The event loop stalls: the renewal due a third of the ttl in has not run yet.
+    const stalledUntil = performance.now() + 700;
+    while (performance.now() < stalledUntil);
+    expect(await indicator.isHealthy()).toEqual({
+      lock: { status: 'degraded', backend: 'redis', latencyMs: aNumber, lateRenewals: 1 },
+    });
+    await until(async () => (await indicator.isHealthy()).lock.status === 'up', 5_000);
+    expect(lock.signal.aborted).toBe(false);
+    await lock.release();
   });
 
   it('names the indicator as asked', async () => {

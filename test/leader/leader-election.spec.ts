@@ -15,6 +15,7 @@ import { leaderIdOf } from '../../src/keys/lock-keys.js';
 import { until } from '../support/backends.js';
 import { rawClient, sharedRedisUrl, sleep, uniquePrefix } from '../support/lock-app.js';
 import { PostgresServer } from '../support/postgres-server.js';
+import { byTier } from '../support/tiers.js';
 
 /** What every instance of the app did, in the order it happened in this process. */
 let events: string[] = [];
@@ -53,7 +54,7 @@ interface Instance {
 
 type Store = 'redis' | 'memory' | 'postgres';
 
-const stores: [Store][] = [['redis'], ['memory'], ['postgres']];
+const stores = byTier<[Store]>({ quick: [['redis'], ['memory']], all: [['postgres']] });
 
 describe.each<[Store]>(stores)('leader election (%s, in one process)', (store) => {
   let prefix: string;

@@ -102,7 +102,7 @@ describe('PostgreSQL module options', () => {
   it('gives the SQL of the schema for migrations, and refuses names it cannot quote', () => {
     const sql = postgresLockSchema({ schema: 'app', table: 'locks' });
     expect(sql).toContain('CREATE TABLE IF NOT EXISTS "app"."locks" (');
-    expect(sql).toContain('CREATE OR REPLACE FUNCTION "app"."locks_acquire_v1"(');
+    expect(sql).toContain('CREATE OR REPLACE FUNCTION "app"."locks_acquire_v2"(');
     expect(() => postgresLockSchema({ table: 'drop table x;' })).toThrow(LockOptionsError);
   });
 

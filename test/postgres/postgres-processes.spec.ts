@@ -140,4 +140,22 @@ describe('PostgreSQL backend across processes', () => {
     await db.query('DELETE FROM nestjs_lock WHERE key = $1', [lock.key]);
     await expect(aborted(lock)).resolves.toBeInstanceOf(Error);
   });
+
+  it('a lock handed to another process becomes its row, owner included, which no second process may adopt', async () => {
+    const app = await boot({ instanceId: 'scheduler' });
+    const [first, second] = [
+      await start({ instanceId: 'first' }),
+      await start({ instanceId: 'second' }),
+    ];
+    const lock = await app.locks.acquire('handed');
+    const handle = await lock.handOff();
+    const adopted = await first.adopt(handle);
+    await expect(second.adopt(handle)).rejects.toThrow(/^LockLostError/);
+    const { rows } = await db.query('SELECT owner, fencing_token FROM nestjs_lock WHERE key = $1', [
+      lock.key,
+    ]);
+    expect(rows).toEqual([{ owner: 'first', fencing_token: String(lock.fencingToken) }]);
+    expect((await app.locks.inspect('handed')).holders).toMatchObject([{ owner: 'first' }]);
+    expect(await adopted.release()).toBe(true);
+  });
 });

@@ -15,6 +15,7 @@ import { bootLockApp, rawClient, sleep, type LockApp } from '../support/lock-app
 import { RedisClusterHarness } from '../support/redis-cluster.js';
 import { RedisServer } from '../support/redis-server.js';
 import { holderIn } from '../support/lock-value.js';
+import { onlyIn } from '../support/tiers.js';
 
 /**
  * The commands a prefix-confined user needs, exactly as docs/acl.md gives them: what the
@@ -153,6 +154,16 @@ describe('under a Redis ACL user confined to its lock prefix', () => {
     await written.release();
   });
 
+  it('hands a mutex, a semaphore permit and a read share to another instance', async () => {
+    const [first, second] = [await boot('billing'), await boot('billing')];
+    for (const kind of [{}, { limit: 2 }, { mode: 'read' as const }]) {
+      const lock = await first.locks.acquire('handed', kind);
+      const adopted = await second.locks.adopt(await lock.handOff());
+      expect(adopted.fencingToken).toBe(lock.fencingToken);
+      expect(await adopted.release()).toBe(true);
+    }
+  });
+
   it('holds a leader election, hands it over on resign, and names the leader', async () => {
     @Injectable()
     class Relay {
@@ -242,63 +253,67 @@ describe('under a Redis ACL user confined to its lock prefix', () => {
   });
 });
 
-describe('under a Redis ACL user confined to its lock prefix, on a Redis Cluster', () => {
-  let cluster: RedisClusterHarness;
-  let nodes: Redis[];
+onlyIn('all', () => {
+  describe('under a Redis ACL user confined to its lock prefix, on a Redis Cluster', () => {
+    let cluster: RedisClusterHarness;
+    let nodes: Redis[];
 
-  beforeAll(async () => {
-    cluster = await RedisClusterHarness.start(3);
-    nodes = cluster.ports.map((port) => new Redis(port, '127.0.0.1'));
-    const rules = `${aclRules('billing:lock:')} ${CLUSTER_COMMANDS}`.split(' ');
-    for (const node of nodes) {
-      await node.call('ACL', 'SETUSER', 'billing', 'reset', 'on', '>pw', ...rules);
-      await node.call('ACL', 'LOG', 'RESET');
-    }
-  });
+    beforeAll(async () => {
+      cluster = await RedisClusterHarness.start(3);
+      nodes = cluster.ports.map((port) => new Redis(port, '127.0.0.1'));
+      const rules = `${aclRules('billing:lock:')} ${CLUSTER_COMMANDS}`.split(' ');
+      for (const node of nodes) {
+        await node.call('ACL', 'SETUSER', 'billing', 'reset', 'on', '>pw', ...rules);
+        await node.call('ACL', 'LOG', 'RESET');
+      }
+    });
 
-  afterAll(async () => {
-    await Promise.all(nodes.map((node) => node.quit()));
-    await cluster.stop();
-  });
+    afterAll(async () => {
+      await Promise.all(nodes.map((node) => node.quit()));
+      await cluster.stop();
+    });
 
-  it('takes, renews, hands over and releases locks of every kind on every master', async () => {
-    const boot = () =>
-      bootLockApp({
-        redis: {
-          cluster: cluster.nodes,
-          clusterOptions: { redisOptions: { username: 'billing', password: 'pw' } },
-        },
-        keyPrefix: 'billing:lock:',
-      });
-    const [first, second] = [await boot(), await boot()];
-    try {
-      const names = [...Array.from({ length: 6 }, (_, i) => `order:${i}`), '{user:1}:cart'];
-      // Held past twice their ttl, renewed meanwhile: a ttl a loaded machine can keep.
-      const held = await Promise.all(
-        names.map((name) => first.locks.acquire(name, { ttl: 1_000 })),
+    it('takes, renews, hands over and releases locks of every kind on every master', async () => {
+      const boot = () =>
+        bootLockApp({
+          redis: {
+            cluster: cluster.nodes,
+            clusterOptions: { redisOptions: { username: 'billing', password: 'pw' } },
+          },
+          keyPrefix: 'billing:lock:',
+        });
+      const [first, second] = [await boot(), await boot()];
+      try {
+        const names = [...Array.from({ length: 6 }, (_, i) => `order:${i}`), '{user:1}:cart'];
+        // Held past twice their ttl, renewed meanwhile: a ttl a loaded machine can keep.
+        const held = await Promise.all(
+          names.map((name) => first.locks.acquire(name, { ttl: 1_000 })),
+        );
+        const owners = await Promise.all(held.map((lock) => cluster.portForKey(lock.key)));
+        expect(new Set(owners).size).toBe(3);
+        const waits = names.map((name) => second.locks.acquire(name, { waitTimeout: 10_000 }));
+        await sleep(2_500);
+        expect(held.some((lock) => lock.signal.aborted)).toBe(false);
+        for (const lock of held) await lock.release();
+        for (const lock of await Promise.all(waits)) await lock.release();
+        const permits = await Promise.all(
+          [first, second].map((app) => app.locks.acquire('{user:1}:api', { limit: 2 })),
+        );
+        for (const permit of permits) await permit.release();
+        const reader = await first.locks.acquire('doc', { mode: 'read' });
+        const writer = second.locks.acquire('doc', { waitTimeout: 10_000 });
+        await sleep(100);
+        await reader.release();
+        await (await writer).release();
+      } finally {
+        await Promise.all([first.close(), second.close()]);
+      }
+      const refused = (await Promise.all(nodes.map(refusals))).flat();
+      expect(refused).toEqual([]);
+      const left = (await Promise.all(nodes.map((node) => node.keys('*')))).flat();
+      expect(left.filter((key) => !/^\{billing:lock:[0-9a-zA-Z]{3}\}:fence$/.test(key))).toEqual(
+        [],
       );
-      const owners = await Promise.all(held.map((lock) => cluster.portForKey(lock.key)));
-      expect(new Set(owners).size).toBe(3);
-      const waits = names.map((name) => second.locks.acquire(name, { waitTimeout: 10_000 }));
-      await sleep(2_500);
-      expect(held.some((lock) => lock.signal.aborted)).toBe(false);
-      for (const lock of held) await lock.release();
-      for (const lock of await Promise.all(waits)) await lock.release();
-      const permits = await Promise.all(
-        [first, second].map((app) => app.locks.acquire('{user:1}:api', { limit: 2 })),
-      );
-      for (const permit of permits) await permit.release();
-      const reader = await first.locks.acquire('doc', { mode: 'read' });
-      const writer = second.locks.acquire('doc', { waitTimeout: 10_000 });
-      await sleep(100);
-      await reader.release();
-      await (await writer).release();
-    } finally {
-      await Promise.all([first.close(), second.close()]);
-    }
-    const refused = (await Promise.all(nodes.map(refusals))).flat();
-    expect(refused).toEqual([]);
-    const left = (await Promise.all(nodes.map((node) => node.keys('*')))).flat();
-    expect(left.filter((key) => !/^\{billing:lock:[0-9a-zA-Z]{3}\}:fence$/.test(key))).toEqual([]);
-  }, 60_000);
+    }, 60_000);
+  });
 });

@@ -15,21 +15,24 @@ import {
  * section under the lock, refuse their other calls, exit), while three callers per process
  * check that the lock goes to callers in the order they took their places in line. Asserts
  * properties from the history, not durations. The first run again with the workers on GLIDE,
- * on iovalkey and on node-redis instead of ioredis.
+ * on iovalkey and on node-redis instead of ioredis. Holders hand their locks off, and forged
+ * copies of the handles (a fencing token raised, a token changed) are presented for adoption
+ * before the genuine ones (see checker/forge.mjs).
  * The same over 5 RedLock masters, with 8 workers, where 2 masters and then 3 restart empty under
- * a holder. Then the fair handover's waiters are attacked: their pub/sub connections lag, queued
- * ones die, short-TTL ones wait longer than their TTL; and with three callers per worker, the
- * handover to a caller of the releaser's own process meets the faults. And over ZooKeeper: a holder killed,
+ * a holder; and over 3, one of them killed and then hung while every worker asks for the lock
+ * with no wait at one moment, round after round (see checker/ticks.mjs). Then the fair
+ * handover's waiters are attacked: their pub/sub connections lag, queued ones die, short-TTL
+ * ones wait longer than their TTL; and with three callers per worker, the handover to a caller
+ * of the releaser's own process meets the faults. And over ZooKeeper: a holder killed,
  * paused, drained, cut off until its session expires, and the server restarted under one; and on a
  * ZooKeeper ensemble, a holder's follower cut off from the leader while it still serves; and a
  * semaphore and a read-write lock on ZooKeeper under the standalone server's faults. And over
- * PostgreSQL: a holder killed, paused, drained, cut off until its lease ran out, its connections
- * terminated by the server, and the server restarted under one. And a leader election on one
- * Redis and on ZooKeeper, whose leader resigns, is SIGTERMed, killed and paused in turn, never
- * leaving two leaders at once (see checker/leader.mjs). The
- * full-size runs are `npm run safety`, `npm run safety -- --redlock`,
- * `npm run safety -- --zookeeper`, `npm run safety -- --zookeeper --ensemble` and
- * `npm run safety -- --postgres`.
+ * PostgreSQL: a holder killed, paused, drained, its handle forged, cut off until its lease ran
+ * out, its connections terminated by the server, and the server restarted under one. And a
+ * leader election on one Redis and on ZooKeeper, whose leader resigns, is SIGTERMed, killed and
+ * paused in turn, never leaving two leaders at once (see checker/leader.mjs). The full-size
+ * runs are `npm run safety`, `npm run safety -- --redlock`, `npm run safety -- --zookeeper`,
+ * `npm run safety -- --zookeeper --ensemble` and `npm run safety -- --postgres`.
  * Needs the built library (`npm run build`).
  */
 /** What every run must keep, whatever its faults: read from its result... */
@@ -130,6 +133,31 @@ describe('the multi-process safety checker (small size)', () => {
     },
     120_000,
   );
+
+  it('refuses forged copies of a handed-off lock’s handle, and lets the genuine one through', async () => {
+    const result = await run({ redis, faults: ['forge', 'forge'] });
+
+    expect({
+      violations: result.violations,
+      faults: result.faultsByKind,
+      ...safety(result),
+      // Nobody held the lock under a fencing token that no hand-off gave, and no acquisition
+      // after one went below it.
+      forgedHolds: result.forgedHolds,
+      tokensHandedOutOfOrder: result.tokensHandedOutOfOrder,
+    }).toEqual({
+      violations: [],
+      faults: { forge: 2 },
+      ...SAFE,
+      forgedHolds: 0,
+      tokensHandedOutOfOrder: 0,
+    });
+    expect(result.counter).toBe(result.acceptedWrites);
+    // The raised fencing token was refused by the adopter's proof against the store (unless the
+    // lock lapsed first, on a loaded machine), and a genuine adopter's write went in.
+    expect(result.forgeFencingProved).toBeGreaterThanOrEqual(1);
+    expect(result.forgeGenuineWritten).toBeGreaterThanOrEqual(1);
+  }, 120_000);
 
   it('keeps them when a release hands the lock to a caller of its own process, through every holder fault', async () => {
     const result = await run({
@@ -281,12 +309,12 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.staleTurnSections).toBeGreaterThan(0);
   }, 120_000);
 
-  it('keeps them over PostgreSQL through kill, stop, a drain, a restart, a cut-off holder and terminated connections', async () => {
+  it('keeps them over PostgreSQL through kill, stop, a drain, a forged handle, a restart, a cut-off holder and terminated connections', async () => {
     const server = await PostgresServer.start();
     try {
       const result = await run({
         postgres: { server },
-        faults: ['kill', 'stop', 'drain', 'restart', 'expire', 'terminate'],
+        faults: ['kill', 'stop', 'drain', 'forge', 'restart', 'expire', 'terminate'],
       });
 
       expect({
@@ -300,7 +328,7 @@ describe('the multi-process safety checker (small size)', () => {
         ...losses(result),
       }).toEqual({
         violations: [],
-        faults: { kill: 1, stop: 1, drain: 1, restart: 1, expire: 1, terminate: 1 },
+        faults: { kill: 1, stop: 1, drain: 1, forge: 1, restart: 1, expire: 1, terminate: 1 },
         processes: 8,
         drainsKept: 1,
         ...SAFE,
@@ -308,6 +336,8 @@ describe('the multi-process safety checker (small size)', () => {
       });
       expect(result.counter).toBe(result.acceptedWrites);
       expect(result.acceptedWrites).toBeGreaterThan(0);
+      // The forged copies were refused (a violation otherwise), nobody held under them.
+      expect(result.forgedHolds).toBe(0);
     } finally {
       await server.stop();
     }
@@ -381,6 +411,35 @@ describe('the multi-process safety checker (small size)', () => {
     expect(result.lossTold).toBe(result.lossFaults);
     expect(result.lossStaleWriteRefused).toBe(result.lossFaults);
     expect(result.lossLockLost).toBe(result.lossFaults);
+  }, 120_000);
+
+  it('lets somebody take the lock over 3 RedLock masters, one of them killed or hung, when everybody asks at one moment without waiting', async () => {
+    const result = await run({
+      redlock: { masters: 3 },
+      workers: 8,
+      faults: ['tick', 'tick'],
+    });
+
+    expect({
+      violations: result.violations,
+      faults: result.faultsByKind,
+      ...safety(result),
+      tokensHandedOutOfOrder: result.tokensHandedOutOfOrder,
+      losses: result.tickLosses,
+      rounds: result.tickRounds,
+      // A round in which everybody was refused while nobody held the lock is a violation too.
+      empty: result.tickRoundsEmpty,
+    }).toEqual({
+      violations: [],
+      faults: { tick: 2 },
+      ...SAFE,
+      tokensHandedOutOfOrder: 0,
+      losses: ['kill', 'stop'],
+      rounds: 12,
+      empty: 0,
+    });
+    expect(result.tickRoundsWon).toBe(12);
+    expect(result.counter).toBe(result.acceptedWrites);
   }, 120_000);
 
   it('keeps them over ZooKeeper through kill, stop, a drain, a server restart and an expired session', async () => {

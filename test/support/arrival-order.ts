@@ -1,16 +1,15 @@
 import type { AcquireOptions } from '../../src/index.js';
-import { sleep } from './lock-app.js';
+import { until } from './backends.js';
 import type { Contender, HeldLock } from './lock-child.js';
 
 /*
  * First come, first served across app instances: the workloads, run by each spec on its own
  * instances (processes of their own, or the test's for the memory store), which assert the
- * order they report. Callers of one instance come `SPACING` ms apart, a caller of another
- * instance `LATER` ms after the last of them: no other timing is assumed.
+ * order they report. Each caller comes once the one before it has taken its place in the
+ * store's line (as `inspect` counts it): the order of arrival is an awaited fact, not a guess
+ * about how long a loaded machine takes to send an attempt.
  */
 
-const SPACING = 40;
-const LATER = 150;
 /** How long a holder that should have company waits for it before it lets go anyway. */
 const COMPANY_BOUND = 2_000;
 
@@ -37,22 +36,19 @@ async function drain(waits: Waits, served: string[] = []): Promise<string[]> {
 }
 
 /**
- * Starts the callers `[name, instance, options]` one after another: those of one instance
- * {@link SPACING} ms apart, the first of another instance {@link LATER} ms after the one before.
+ * Starts the callers `[name, instance, options]` one after another, each once the one before
+ * it waits in the store's line; returns when the last one does too.
  */
 async function arrive(
   callers: readonly (readonly [string, Contender, AcquireOptions])[],
   key: string,
 ): Promise<Waits> {
   const waits: Waits = new Map();
-  let previous: Contender | undefined;
   for (const [name, instance, options] of callers) {
-    if (previous) await sleep(instance === previous ? SPACING : LATER);
     waits.set(name, instance.acquire(key, options));
-    previous = instance;
+    const inLine = waits.size;
+    await until(async () => (await instance.waiting(key)) >= inLine, 10_000);
   }
-  // The last one takes its place too before anybody lets go.
-  await sleep(SPACING);
   return waits;
 }
 

@@ -25,6 +25,8 @@ export interface HeldLock {
 /** An app instance as a test drives its callers: in a process of its own, or in the test's. */
 export interface Contender {
   acquire(key: string, options?: AcquireOptions): Promise<HeldLock>;
+  /** How many callers wait for `key` in the store's line, as `LockService.inspect` tells. */
+  waiting(key: string): Promise<number>;
 }
 
 /** An app instance of the test's own process (for the memory store, which other processes do not share). */
@@ -37,10 +39,16 @@ export function inProcess(locks: LockService): Contender {
       again: () => lock.release().then(() => acquire(key, options)),
     };
   };
-  return { acquire };
+  return { acquire, waiting: async (key) => (await locks.inspect(key)).waiting };
 }
 
-type Answer = { id: number; acquired?: number; released?: boolean; error?: string };
+type Answer = {
+  id: number;
+  acquired?: number;
+  released?: boolean;
+  waiting?: number;
+  error?: string;
+};
 
 /**
  * An app instance in a process of its own (`lock-process.mjs`), with its own LockModule and
@@ -94,6 +102,33 @@ export class LockProcess implements Contender {
     return this.ask(id, { id, acquire: key, options }).then(({ acquired }) =>
       this.held(id, acquired),
     );
+  }
+
+  /**
+   * Calls `acquire(key, options)` in the process: `called` resolves once the call has been made
+   * there and what the library sends at once is on its way; `lock` once the caller holds.
+   */
+  call(
+    key: string,
+    options: AcquireOptions = {},
+  ): { called: Promise<void>; lock: Promise<HeldLock> } {
+    const id = this.nextId++;
+    const calledId = this.nextId++;
+    const called = new Promise<void>((resolve, reject) =>
+      this.pending.set(calledId, ({ error }) =>
+        error === undefined ? resolve() : reject(new Error(error)),
+      ),
+    );
+    const lock = this.ask(id, { id, acquire: key, options, called: calledId }).then(
+      ({ acquired }) => this.held(id, acquired),
+    );
+    return { called, lock };
+  }
+
+  async waiting(key: string): Promise<number> {
+    const id = this.nextId++;
+    const { waiting } = await this.ask(id, { id, inspect: key });
+    return waiting ?? 0;
   }
 
   /** Ends the process with `signal` at once (its app closes nothing), and waits for its exit. */

@@ -5,12 +5,16 @@
  * `id` that the test picks:
  *
  * - `{ id, acquire: key, options }`: calls `acquire(key, options)`; answers
- *   `{ id, acquired: fencingToken }` or `{ id, error: 'Name: message' }`;
+ *   `{ id, acquired: fencingToken }` or `{ id, error: 'Name: message' }`; with `called: id2`,
+ *   also answers `{ id: id2, called: true }` once the call has been made and what it sends at
+ *   once has been sent (on the event loop's next turn);
  * - `{ id, adopt: handle }`: calls `adopt(handle)` (a `LockHandle`); answered as an `acquire`;
  * - `{ id, release: true }`: releases that caller's lock; answers `{ id, released }`;
  * - `{ id, again: newId }`: releases that caller's lock and, as soon as the release has
  *   answered, asks for the same key with the same options as caller `newId`, which is answered
- *   as an `acquire`.
+ *   as an `acquire`;
+ * - `{ id, inspect: key }`: answers `{ id, waiting }`, how many callers wait for `key` in the
+ *   store's line (`inspect(key).waiting`).
  *
  * It reports `{ booted: true }` once booted, or `{ error }` when the boot fails, and exits. When the test disconnects, it closes the app (its
  * queue places and nodes go with it) and exits.
@@ -43,8 +47,9 @@ const locks = app.get(LockService);
 /**
  * @typedef {import('nestjs-redis-lock').AcquireOptions} AcquireOptions
  * @typedef {{ lock: import('nestjs-redis-lock').Lock, key: string, options?: AcquireOptions }} Held
- * @typedef {{ id: number, acquire?: string, options?: AcquireOptions, release?: boolean,
- *   again?: number, adopt?: import('nestjs-redis-lock').LockHandle }} Command
+ * @typedef {{ id: number, acquire?: string, options?: AcquireOptions, called?: number,
+ *   release?: boolean, again?: number, adopt?: import('nestjs-redis-lock').LockHandle,
+ *   inspect?: string }} Command
  */
 
 /** Each caller's lock once it holds it, and what it asked for. @type {Map<number, Held>} */
@@ -76,6 +81,8 @@ process.on('message', (/** @type {Command} */ message) => {
   const { id } = message;
   if (message.acquire !== undefined) {
     acquire(id, message.acquire, message.options);
+    const { called } = message;
+    if (called !== undefined) setImmediate(() => send({ id: called, called: true }));
   } else if (message.adopt !== undefined) {
     const key = message.adopt.name;
     locks.adopt(message.adopt).then(
@@ -88,6 +95,11 @@ process.on('message', (/** @type {Command} */ message) => {
   } else if (message.release) {
     release(id).then(
       ({ released }) => send({ id, released }),
+      (error) => send({ id, error: failure(error) }),
+    );
+  } else if (message.inspect !== undefined) {
+    locks.inspect(message.inspect).then(
+      ({ waiting }) => send({ id, waiting }),
       (error) => send({ id, error: failure(error) }),
     );
   } else if (message.again !== undefined) {

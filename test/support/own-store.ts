@@ -22,9 +22,17 @@ export class OwnStore implements LockStore {
   /** Where a hold's window is kept apart from the lock (see `LockStore.holdWindow`). */
   readonly holdWindow?: LockStore['holdWindow'];
 
-  constructor(private readonly inner: LockStore) {
+  /** Where an adopted lock's hold moves to the adopter's token (see `LockStore.transfer`). */
+  readonly transfer?: LockStore['transfer'];
+
+  /** @param options.transfer `false` for a store without `transfer` (which adopts by renewing) */
+  constructor(
+    private readonly inner: LockStore,
+    options: { transfer?: boolean } = {},
+  ) {
     this.capabilities = { ...inner.capabilities, backend: 'an own store' };
     if (inner.holdWindow) this.holdWindow = inner.holdWindow.bind(inner);
+    if (inner.transfer && options.transfer !== false) this.transfer = inner.transfer.bind(inner);
   }
 
   acquire(

@@ -4,9 +4,10 @@ import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { endProcess, freePort, registerPid } from './redis-server.js';
+import { assertAllTier } from './tiers.js';
 
 /** Where Debian installs it, or on the PATH. */
-function pgbouncerBinary() {
+export function pgbouncerBinary() {
   for (const candidate of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer']) {
     if (existsSync(candidate)) return candidate;
   }
@@ -52,6 +53,7 @@ export class PgBouncer {
    * @returns {Promise<PgBouncer>}
    */
   static async start(postgresPort, { poolSize = 2 } = {}) {
+    assertAllTier('PgBouncer');
     const binary = pgbouncerBinary();
     const dir = mkdtempSync(join(tmpdir(), 'lock-pgbouncer-'));
     const port = await freePort();

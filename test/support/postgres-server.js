@@ -3,12 +3,13 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './redis-server.js';
+import { assertAllTier } from './tiers.js';
 
 /**
  * Where Debian and Ubuntu put the server binaries, or what `pg_config` says.
  * @returns {string}
  */
-function binDir() {
+export function postgresBinDir() {
   const fromConfig = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
   const candidates = [
     fromConfig.status === 0 ? fromConfig.stdout.trim() : '',
@@ -56,7 +57,8 @@ export class PostgresServer {
 
   /** @returns {Promise<PostgresServer>} */
   static async start() {
-    const bin = binDir();
+    assertAllTier('PostgreSQL');
+    const bin = postgresBinDir();
     const dir = mkdtempSync(join(tmpdir(), 'lock-pg-'));
     const asUser = userInfo().uid === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
     if (asUser.length > 0) {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ask, parseInfo } from './redis-query.js';
 import { freePort, RedisServer, type ServerProgram } from './redis-server.js';
+import { assertAllTier } from './tiers.js';
 
 const HOST = '127.0.0.1';
 const CLUSTER_SLOTS = 16_384;
@@ -57,6 +58,7 @@ export class RedisClusterHarness {
     masters = 3,
     program: ServerProgram = 'redis-server',
   ): Promise<RedisClusterHarness> {
+    assertAllTier('A Redis Cluster');
     if (!Number.isInteger(masters) || masters < 3) {
       throw new Error(`a Redis Cluster needs at least 3 masters, not ${masters}`);
     }

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ask, parseInfo } from './redis-query.js';
 import { freePort, RedisServer, registerPid } from './redis-server.js';
 import { TcpProxy } from './tcp-proxy.js';
+import { assertAllTier } from './tiers.js';
 
 const HOST = '127.0.0.1';
 const MASTER_NAME = 'mymaster';
@@ -80,6 +81,7 @@ export class RedisSentinelHarness {
    * replica and the two other sentinels, so that a failover can start right away.
    */
   static async start(options: SentinelHarnessOptions = {}): Promise<RedisSentinelHarness> {
+    assertAllTier('A Redis Sentinel deployment');
     const dir = mkdtempSync(join(tmpdir(), 'lock-sentinel-'));
     // Master and replica get directories of their own: a replica that loads its initial sync
     // from disk writes it as dump.rdb in its working directory, whatever `save` says.

@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { appendFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
+import { assertAllTier } from './tiers.js';
 
 /**
  * Says how to get redis-server (and redis-cli, which forms the test Cluster) when one is
@@ -53,6 +54,7 @@ export function valkeyServerInstalled() {
  * @returns {Promise<RedisServer>}
  */
 export async function valkeyServer(extraArgs = []) {
+  assertAllTier('Valkey');
   if (!valkeyServerInstalled()) {
     throw new Error(
       'valkey-server is not on PATH; the Valkey tests start their own Valkey 8 servers.\n' +

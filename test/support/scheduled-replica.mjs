@@ -12,8 +12,8 @@
  * the schedule's decorator above `@WithLock`; `lock-first`: below it) and REPLICA_LOCKED
  * (`false`: no `@WithLock`, to show what the lock prevents); REPLICA_ZOOKEEPER (a connection
  * string: the locks live in ZooKeeper, under REPLICA_ZOOKEEPER_ROOT), REPLICA_POSTGRES (a URL: the
- * locks live in PostgreSQL) and REPLICA_HOLD_FOR (ms,
- * default 1 500).
+ * locks live in PostgreSQL), REPLICA_REDLOCK (comma-separated master URLs: RedLock over them)
+ * and REPLICA_HOLD_FOR (ms, default 1 500).
  */
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
@@ -72,7 +72,7 @@ Module({
           }
         : env.REPLICA_POSTGRES
           ? { postgres: env.REPLICA_POSTGRES }
-          : { redis: env.REPLICA_REDIS_URL }),
+          : { redis: env.REPLICA_REDLOCK?.split(',') ?? env.REPLICA_REDIS_URL }),
       keyPrefix: env.REPLICA_KEY_PREFIX,
     }),
   ],

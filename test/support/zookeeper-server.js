@@ -6,9 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { endProcess, freePort, registerPid } from './redis-server.js';
 import { TcpProxy } from './tcp-proxy.js';
+import { assertAllTier } from './tiers.js';
 
 /** Where Debian's `zookeeper` package puts the server and its default configuration. */
-const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
+export const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
 const CLASSPATH = `/etc/zookeeper/conf:${ZOOKEEPER_JAR}`;
 
 /**
@@ -123,6 +124,7 @@ export class ZooKeeperServer {
    * @returns {Promise<ZooKeeperServer>}
    */
   static async start() {
+    assertAllTier('ZooKeeper');
     assertZooKeeperInstalled();
     const server = new ZooKeeperServer({
       port: await freePort(),
@@ -237,6 +239,7 @@ export class ZooKeeperEnsemble {
    * @returns {Promise<ZooKeeperEnsemble>}
    */
   static async start(size = 3, { syncLimit, partitionable = false } = {}) {
+    assertAllTier('A ZooKeeper ensemble');
     assertZooKeeperInstalled();
     /** @type {number[]} */
     const ports = [];

@@ -15,6 +15,7 @@ import {
 import { OtelSdk } from '../support/otel.js';
 import { ZooKeeperServer } from '../support/zookeeper-server.js';
 import { ZooKeeperTree } from '../support/zookeeper-tree.js';
+import { byTier } from '../support/tiers.js';
 
 /** A backend as this spec drives it: how to boot on it, and how to take a lock from behind. */
 interface Target {
@@ -80,11 +81,15 @@ function zookeeperTarget(): Target {
   };
 }
 
-describe.each<[string, () => Target]>([
-  ['Redis', redisTarget],
-  ['the memory store', memoryTarget],
-  ['ZooKeeper', zookeeperTarget],
-])('Lock metrics and spans on %s', (_, makeTarget) => {
+describe.each<[string, () => Target]>(
+  byTier({
+    quick: [
+      ['Redis', redisTarget],
+      ['the memory store', memoryTarget],
+    ],
+    all: [['ZooKeeper', zookeeperTarget]],
+  }),
+)('Lock metrics and spans on %s', (_, makeTarget) => {
   const target = makeTarget();
   const { backend } = target;
   let sdk: OtelSdk;
@@ -253,5 +258,26 @@ describe.each<[string, () => Target]>([
     expect(
       await sdk.total('lock.hold.duration', of('throttled:*', { 'lock.end': 'released' })),
     ).toBe(1);
+  });
+
+  it('says throttled or busy as the holder is a throttle or not, whatever the caller’s holdFor', async () => {
+    const throttle = await holder.locks.acquire('decided-throttle:1', { holdFor: 5_000 });
+    await throttle.release();
+    expect(await other.locks.tryAcquire('decided-throttle:1')).toBeNull();
+    await expect(
+      other.locks.acquire('decided-throttle:1', { waitTimeout: 0 }),
+    ).rejects.toMatchObject({
+      throttled: true,
+    });
+    const plain = await holder.locks.acquire('decided-plain:1');
+    expect(await other.locks.tryAcquire('decided-plain:1', { holdFor: 5_000 })).toBeNull();
+    await expect(
+      other.locks.acquire('decided-plain:1', { holdFor: 5_000, waitTimeout: 0 }),
+    ).rejects.toMatchObject({ throttled: false });
+    await plain.release();
+    expect(await outcomes('decided-throttle:*', 'throttled')).toBe(2);
+    expect(await outcomes('decided-throttle:*', 'busy')).toBe(0);
+    expect(await outcomes('decided-plain:*', 'busy')).toBe(2);
+    expect(await outcomes('decided-plain:*', 'throttled')).toBe(0);
   });
 });

@@ -111,6 +111,30 @@ describe('Lock spans', () => {
     expect(attempts.some((span) => ms(span.startTime) > ms(released.startTime))).toBe(true);
   });
 
+  it('ends the hold of a lock that `using` lost with a lock.release span whose outcome is lost', async () => {
+    const raw = new Redis(sharedRedisUrl());
+    try {
+      const work = holder.locks.using(
+        'lost:1',
+        async (lock) => {
+          await raw.del(lock.key);
+          await lock.extend().catch(() => undefined);
+          expect(lock.signal.aborted).toBe(true);
+        },
+        { ttl: 5_000 },
+      );
+      await expect(work).rejects.toThrow(/was lost/);
+      const releases = sdk.finished('lock.release', 'lost:*');
+      expect(releases).toHaveLength(1);
+      expect(releases[0].attributes['lock.outcome']).toBe('lost');
+      expect(releases[0].attributes['lock.fencing_token']).toEqual(expect.any(Number));
+      // Nothing of the library's was left to delete: the span sent no command.
+      expect(childrenOf(releases[0])).toEqual([]);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
   it('without a caller’s span, starts a trace of its own', async () => {
     await holder.locks.using('root:1', () => undefined);
     const [acquire] = sdk.finished('lock.acquire', 'root:*');

@@ -1,9 +1,18 @@
 import { Redis } from 'ioredis';
-import { LockLostError, LockReplicationError, type LockModuleOptions } from '../../src/index.js';
+import {
+  LockHealthIndicator,
+  LockLostError,
+  LockReplicationError,
+  type LockModuleOptions,
+} from '../../src/index.js';
 import { sideKeyOf } from '../../src/keys/lock-keys.js';
 import { RedisSentinelHarness } from '../support/redis-sentinel.js';
 import { aborted, bootLockApp, commandCalls, sleep, type LockApp } from '../support/lock-app.js';
 import { holderIn } from '../support/lock-value.js';
+import { until } from '../support/backends.js';
+
+/** A matcher, typed as what it stands for in a report. */
+const aString: unknown = expect.any(String);
 
 /**
  * One master, one replica and three sentinels. The replica replicates through a proxy, so that
@@ -116,6 +125,22 @@ describe('behind Sentinel', () => {
       expect(error).toBeInstanceOf(LockReplicationError);
       expect(error).toMatchObject({ acknowledged: 0, wanted: 1 });
       expect(await onServer(sentinel.masterPort, (server) => server.exists(lock.key))).toBe(0);
+    });
+
+    it('says degraded in health while no replica acknowledges, and up once one does', async () => {
+      const app = await boot({ waitForReplicas: { replicas: 1, timeout: 200 } });
+      const indicator = app.module.get(LockHealthIndicator);
+      expect(await indicator.isHealthy()).toMatchObject({
+        lock: { status: 'up', replicas: '1/1 acknowledged' },
+      });
+      sentinel.proxy?.stall();
+      // A write on the connection that the stalled replica cannot acknowledge.
+      await app.locks.acquire('audit').catch(() => undefined);
+      expect(await indicator.isHealthy()).toMatchObject({
+        lock: { status: 'degraded', replicas: '0/1 acknowledged', message: aString },
+      });
+      sentinel.proxy?.resume();
+      await until(async () => (await indicator.isHealthy()).lock.status === 'up', 10_000);
     });
 
     it('shares one WAIT between concurrent acquisitions instead of queueing one each', async () => {

@@ -7,6 +7,7 @@ import { SHARED_FORCE_RELEASE_SCRIPT } from '../../src/store/redis/scripts/share
 import { RELEASE_SCRIPT } from '../../src/store/redis/scripts/release.script.js';
 import { RENEW_SCRIPT } from '../../src/store/redis/scripts/renew.script.js';
 import { SHARED_ACQUIRE_SCRIPT } from '../../src/store/redis/scripts/shared/shared-acquire.script.js';
+import { TRANSFER_SCRIPT } from '../../src/store/redis/scripts/transfer.script.js';
 import { kindConflict } from '../../src/store/lock-kind.js';
 
 /** A fencing token as the scripts issue them: the server clock in µs, beyond 2^32. */
@@ -43,6 +44,37 @@ describe('the Lua scripts’ replies', () => {
         acquired: false,
         pttl: 1234,
         lastFence: TOKEN,
+      });
+    });
+  });
+
+  describe.each(both([0, 1234, TOKEN, 800]))('acquire, given %s', (_, reply) => {
+    it('reads {0, pttl, lastFence, window} as a throttle’s refusal that queued the caller', () => {
+      expect(ACQUIRE_SCRIPT.decode(reply)).toEqual({
+        acquired: false,
+        pttl: 1234,
+        lastFence: TOKEN,
+        windowLeft: 800,
+      });
+    });
+  });
+
+  describe.each(both([0, 1234, -1, 800]))('acquire, given %s', (_, reply) => {
+    it('reads {0, pttl, -1, window} as a throttle’s refusal that did not queue', () => {
+      expect(ACQUIRE_SCRIPT.decode(reply)).toEqual({
+        acquired: false,
+        pttl: 1234,
+        windowLeft: 800,
+      });
+    });
+  });
+
+  describe.each(both([0, 1234, 800]))('a semaphore or read-write attempt, given %s', (_, reply) => {
+    it('reads {0, pttl, window} as a refusal by throttles only', () => {
+      expect(SHARED_ACQUIRE_SCRIPT.decode(reply)).toEqual({
+        acquired: false,
+        pttl: 1234,
+        windowLeft: 800,
       });
     });
   });
@@ -127,7 +159,8 @@ describe('the Lua scripts’ replies', () => {
     ['acquire', ACQUIRE_SCRIPT, null],
     ['acquire', ACQUIRE_SCRIPT, [1]],
     ['acquire', ACQUIRE_SCRIPT, [1, 2, 3]],
-    ['acquire', ACQUIRE_SCRIPT, [0, 2, 3, 4]],
+    ['acquire', ACQUIRE_SCRIPT, [0, 2, 3, 4, 5]],
+    ['acquire', ACQUIRE_SCRIPT, [1, 2, 3, 4]],
     ['acquire', ACQUIRE_SCRIPT, [0, 2, 'x']],
     ['acquire', ACQUIRE_SCRIPT, [1, 'OK']],
     ['acquire', ACQUIRE_SCRIPT, [1, '']],
@@ -169,6 +202,17 @@ describe('the Lua scripts’ replies', () => {
         expect(script.decode([reply[0] === 1 ? 2 : '2', '#rw'])).toEqual({ heldAs: '#rw' });
         expect(() => script.decode([1])).toThrow(TypeError);
       }
+    });
+  });
+
+  describe.each(both([0, 1, 2]))('a transfer, given %s', (_, replies) => {
+    it('reads 1 as moved, 0 as gone, 2 as held with another fencing token', () => {
+      expect(replies.map((reply) => TRANSFER_SCRIPT.decode(reply))).toEqual([
+        'gone',
+        'transferred',
+        'fence-mismatch',
+      ]);
+      expect(() => TRANSFER_SCRIPT.decode(3)).toThrow(TypeError);
     });
   });
 });

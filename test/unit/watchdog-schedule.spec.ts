@@ -180,6 +180,18 @@ describe('Watchdog: a tick renews the locks that are due, and only those', () =>
     expect(lost).toEqual(['k0']);
   });
 
+  it('counts a shorter extend as applied from when it is sent, while its answer is on its way', async () => {
+    const lock = heldLock(0, 30_000);
+    watchdog.track(lock);
+    store.answer = 'later';
+    const extending = watchdog.extend(lock, 1_000);
+    // The store may apply it at once and let the key go 1 s later, long before the answer.
+    jest.advanceTimersByTime(1_000);
+    expect(() => lock.throwIfLost()).toThrow('validity ended');
+    store.later[0]([true]);
+    await expect(extending).resolves.toBe(true);
+  });
+
   it('keeps no more queue entries than about twice its locks when short-lived locks come and go', () => {
     for (let i = 0; i < 20_000; i++) {
       const lock = heldLock(i, 30_000);
@@ -188,5 +200,35 @@ describe('Watchdog: a tick renews the locks that are due, and only those', () =>
     }
     const queued = (watchdog as unknown as { due: { size: number } }).due.size;
     expect(queued).toBeLessThanOrEqual(1_025);
+  });
+});
+
+describe('Watchdog: why a lock whose renewal found its token gone ended', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('says its validity ran out when the answer is read after it did, and that its token is gone otherwise', async () => {
+    jest.useFakeTimers({ doNotFake: ['queueMicrotask'] });
+    const store = new Store();
+    store.answer = 'later';
+    const reasons = new Map<string, string>();
+    const watchdog = new Watchdog(
+      store as unknown as LockStore,
+      (lock, reason) => reasons.set(lock.name, reason),
+      () => undefined,
+    );
+    const [inTime, starved] = [heldLock(1, 3_000), heldLock(2, 3_000)];
+    watchdog.track(inTime);
+    watchdog.track(starved);
+    jest.advanceTimersByTime(1_000);
+    expect(store.calls).toHaveLength(1);
+    // The answer's callback runs after the validity of one of them ended, ahead of its timer.
+    starved.validUntil = performance.now() - 1;
+    store.later[0]([false, false]);
+    await settle();
+    watchdog.stop();
+    expect(Object.fromEntries(reasons)).toEqual({
+      k1: 'its token was gone or replaced in the store',
+      k2: 'its validity ran out before a renewal was confirmed, and its token is gone from the store',
+    });
   });
 });

@@ -1,6 +1,7 @@
 import { monotonicNow } from '../../engine/clock.js';
 import { lockNameOf } from '../../keys/lock-keys.js';
 import { kindConflict, kindOfToken, type LockKind } from '../lock-kind.js';
+import { sharedWindowLeft, windowLeftOf } from '../throttle-window.js';
 import {
   HANDOVER_LEASE,
   type LockEvent,
@@ -61,7 +62,15 @@ export class MemorySharedLocks {
     this.sync(key, holders, marker);
     let soonest = Infinity;
     for (const expiresAt of holders.values()) soonest = Math.min(soonest, expiresAt);
-    return { acquired: false, pttl: holders.size > 0 ? Math.ceil(soonest - now) : -1 };
+    const pttl = holders.size > 0 ? Math.ceil(soonest - now) : -1;
+    const fences = this.space.fencesOf(holders);
+    const nowUs = Date.now() * 1000;
+    const windowLeft = sharedWindowLeft(
+      [...holders.keys()].map((holder) => windowLeftOf(holder, fences.get(holder), nowUs)),
+    );
+    return windowLeft === undefined
+      ? { acquired: false, pttl }
+      : { acquired: false, pttl, windowLeft };
   }
 
   release(key: string, token: string, successor: string): ReleaseOutcome {

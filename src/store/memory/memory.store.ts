@@ -10,11 +10,14 @@ import {
   type ReleaseOutcome,
   type RenewalEntry,
   type StoredLock,
+  type TransferOutcome,
 } from '../lock-store.interface.js';
 import { kindOfToken } from '../lock-kind.js';
+import { windowLeftOf } from '../throttle-window.js';
 import { processSpace, type MemorySpace } from './memory-space.js';
 import { MemorySharedLocks } from './memory-shared-locks.js';
 import { inspectSpace } from './memory-inspect.js';
+import { transferIn } from './memory-transfer.js';
 
 /**
  * The lock store for a single process, without Redis: for single-instance apps and for unit
@@ -76,7 +79,12 @@ export class MemoryLockStore implements LockStore {
     const now = monotonicNow();
     if (queue) this.space.joinQueue(this.space.queues, key, token, ttl);
     const holder = this.space.live(this.space.locks, key);
-    return { acquired: false, pttl: holder ? Math.ceil(holder.expiresAt - now) : -2 };
+    const pttl = holder ? Math.ceil(holder.expiresAt - now) : -2;
+    // The memory store's clock is the one its fencing tokens come from (see nextFence).
+    const windowLeft = holder && windowLeftOf(holder.value, holder.fence, Date.now() * 1000);
+    return windowLeft === undefined
+      ? { acquired: false, pttl }
+      : { acquired: false, pttl, windowLeft };
   }
 
   async release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
@@ -157,6 +165,16 @@ export class MemoryLockStore implements LockStore {
       held.expiresAt = now + ttl;
       return true;
     });
+  }
+
+  async transfer(
+    key: string,
+    token: string,
+    newToken: string,
+    ttl: number,
+    fencingToken: number,
+  ): Promise<TransferOutcome> {
+    return transferIn(this.space, { key, token, newToken, ttl, fencingToken });
   }
 
   async writeFenced(

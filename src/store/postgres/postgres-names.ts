@@ -31,7 +31,7 @@ export interface PostgresNames {
 }
 
 /** The version of the functions' protocol, part of their names. */
-const VERSION = 'v1';
+const VERSION = 'v2';
 
 /** The names of schema `schema` and table `table` (both validated already). */
 export function postgresNames(schema: string, table: string): PostgresNames {

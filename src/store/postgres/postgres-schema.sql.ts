@@ -1,4 +1,5 @@
-import { HANDOVER_LEASE, QUEUE_LEASE } from '../lock-store.interface.js';
+import { HANDOVER_LEASE, QUEUE_LEASE, type AcquireAttempt } from '../lock-store.interface.js';
+import { FENCE_AHEAD_US } from '../throttle-window.js';
 import type { PostgresNames } from './postgres-names.js';
 import { tablesSql, type SchemaPart } from './postgres-tables.sql.js';
 
@@ -34,6 +35,18 @@ $fn$;
  */
 function permitsOf(column: string): string {
   return `coalesce(substring(${column} FROM '^s[0-9]+x([0-9]+)[.]')::integer, 1)`;
+}
+
+/**
+ * What is left, in ms, of the throttle window of a holders' row at the clock `now` (see
+ * `windowLeftOf`): from the `h<holdFor>.` of its token, dated by its fencing token, which the
+ * same clock issued in µs; NULL when it is no throttle or its fencing token cannot date it.
+ */
+function windowLeftOf(now: string): string {
+  const holdFor = `substring(token FROM '^(?:(?:s[0-9]+(?:x[0-9]+)?|[rw])[.])?h([0-9]+)[.]')::bigint`;
+  const nowUs = `(extract(epoch FROM ${now}) * 1000000)::bigint`;
+  return `CASE WHEN fencing_token <= ${nowUs} + ${FENCE_AHEAD_US} THEN least(${holdFor},
+    ceil((fencing_token - ${nowUs}) / 1000.0 + ${holdFor})::bigint) END`;
 }
 
 /**
@@ -100,7 +113,8 @@ function sweepSql(n: PostgresNames): string {
 /**
  * One attempt (see `LockStore.acquire`). Returns `status` 1 and the fencing token in `value`
  * when the caller holds; 0 and the ms the soonest holder has left (or -1) when it does not (it
- * then takes or keeps its place in line, with `p_queue`); 2 and what the key is held as in
+ * then takes or keeps its place in line, with `p_queue`), with `window_ms` when every holder is
+ * a throttle whose window is open (what is left of the soonest to close, by the same clock); 2 and what the key is held as in
  * `held_as` when the key is held as another kind and the caller is not a mutex (a mutex
  * waits for the key instead). Every call on a key runs under a transaction-scoped advisory
  * lock of that key, so that calls on one key apply one at a time, as Redis runs scripts; its
@@ -111,7 +125,8 @@ function acquireSql(n: PostgresNames): string {
   return `
 CREATE OR REPLACE FUNCTION ${n.acquire}(p_key text, p_token text, p_owner text, p_ttl bigint,
     p_queue boolean, p_channel text, p_family text, p_kind text, p_limit integer,
-    OUT status integer, OUT value bigint, OUT held_as text) LANGUAGE plpgsql AS $fn$
+    OUT status integer, OUT value bigint, OUT held_as text, OUT window_ms bigint)
+    LANGUAGE plpgsql AS $fn$
 DECLARE
   v_now timestamptz;
   v_other record;
@@ -157,11 +172,30 @@ ${sweepSql(n)}  DELETE FROM ${n.holders} WHERE key = p_key AND expires_at <= v_n
       ON CONFLICT (key, token) DO UPDATE SET lease_end = excluded.lease_end;
   END IF;
   status := 0;
-  SELECT coalesce(ceil(extract(epoch FROM min(expires_at) - v_now) * 1000)::bigint, -1)
-    INTO value FROM ${n.holders} WHERE key = p_key;
+  SELECT coalesce(ceil(extract(epoch FROM min(expires_at) - v_now) * 1000)::bigint, -1),
+         CASE WHEN bool_and(coalesce(${windowLeftOf('v_now')} > 0, false))
+              THEN min(${windowLeftOf('v_now')}) END
+    INTO value, window_ms FROM ${n.holders} WHERE key = p_key;
 END
 $fn$;
 `;
+}
+
+/** A row of the acquire function's answer, as the driver gives it (bigints as strings). */
+export interface AcquireRow {
+  status: number;
+  value: string;
+  held_as: string | null;
+  window_ms: string | null;
+}
+
+/** The attempt that an acquire row of status 1 (held) or 0 (refused) answers. */
+export function attemptOf(row: AcquireRow): AcquireAttempt {
+  const value = Number(row.value);
+  if (row.status === 1) return { acquired: true, fencingToken: value };
+  return row.window_ms === null
+    ? { acquired: false, pttl: value }
+    : { acquired: false, pttl: value, windowLeft: Number(row.window_ms) };
 }
 
 /**

@@ -22,7 +22,7 @@ export interface PostgresOptions {
   schema?: string;
   /**
    * The name of the holders' table; the others are named after it (`<table>_queue`,
-   * `<table>_fenced`, the sequence `<table>_fence`, functions `<table>_acquire_v1`, …).
+   * `<table>_fenced`, the sequence `<table>_fence`, functions `<table>_acquire_v2`, …).
    * Default `'nestjs_lock'`.
    */
   table?: string;

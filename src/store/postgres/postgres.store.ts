@@ -10,6 +10,7 @@ import {
   type ReleaseOutcome,
   type RenewalEntry,
   type StoredLock,
+  type TransferParams,
 } from '../lock-store.interface.js';
 import { timedCommand, type TimedCommand } from '../timed-command.js';
 import { loadPg, type PostgresPool, type PostgresQuery } from './postgres-client.js';
@@ -19,6 +20,8 @@ import { PostgresListener } from './postgres-listener.js';
 import { channelOf, postgresNames, withoutNul, type PostgresNames } from './postgres-names.js';
 import { inspectQuery, renewQuery, storedLockOf, type InspectRow } from './postgres-views.js';
 import { ensureSchema } from './postgres-schema.js';
+import { attemptOf, type AcquireRow } from './postgres-schema.sql.js';
+import { transferRow } from './postgres-transfer.js';
 import type { ResolvedPostgres } from './postgres.options.js';
 
 /** How the module sets up a {@link PostgresLockStore}. */
@@ -102,25 +105,21 @@ export class PostgresLockStore implements LockStore {
     const kind = kindOfToken(token);
     const code = kind.type === 'mutex' ? 'm' : kind.type[0];
     const limit = kind.type === 'semaphore' ? kind.limit : 0;
-    const reply = this.run<{ status: number; value: string; held_as: string | null }>(
-      key,
-      'acquire',
-      {
-        after: [key, lockOrderId(key, token)],
-        text: `SELECT * FROM ${this.names.acquire}($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        values: [
-          key,
-          token,
-          this.options.owner,
-          ttl,
-          queue,
-          this.channel(key),
-          kind.family,
-          code,
-          limit,
-        ],
-      },
-    );
+    const reply = this.run<AcquireRow>(key, 'acquire', {
+      after: [key, lockOrderId(key, token)],
+      text: `SELECT * FROM ${this.names.acquire}($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      values: [
+        key,
+        token,
+        this.options.owner,
+        ttl,
+        queue,
+        this.channel(key),
+        kind.family,
+        code,
+        limit,
+      ],
+    });
     let row;
     try {
       [row] = await reply;
@@ -136,10 +135,7 @@ export class PostgresLockStore implements LockStore {
     if (row.status === 2) {
       throw kindConflict(lockNameOf(this.options.keyPrefix, key), token, row.held_as ?? '');
     }
-    const value = Number(row.value);
-    return row.status === 1
-      ? { acquired: true, fencingToken: value }
-      : { acquired: false, pttl: value };
+    return attemptOf(row);
   }
 
   async release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
@@ -190,6 +186,12 @@ export class PostgresLockStore implements LockStore {
     });
     const renewed = new Set(rows.map(({ key, token }) => lockOrderId(key, token)));
     return entries.map(({ key, token }) => renewed.has(lockOrderId(key, token)));
+  }
+
+  transfer(...move: TransferParams) {
+    return transferRow(move, this.names, this.options.owner, (query) =>
+      this.run(move[0], 'transfer', query),
+    );
   }
 
   async isLocked(key: string): Promise<boolean> {

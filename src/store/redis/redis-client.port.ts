@@ -47,6 +47,12 @@ export interface RedisClientPort {
   onError(listener: (error: unknown) => void): () => void;
   /** Calls `listener` each time the connection closes, until the returned function is called. */
   onClose(listener: () => void): () => void;
+  /**
+   * Calls `listener` each time the connection is ready again after it failed (or first
+   * opened), until the returned function is called; absent where the client tells no such
+   * moment.
+   */
+  onReady?(listener: () => void): () => void;
   /** Closes the connection: politely (QUIT) when it is up, and within a second. */
   close(): Promise<void>;
 }

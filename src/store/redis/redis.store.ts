@@ -5,6 +5,7 @@ import { LockConnectionError } from '../../lock.errors.js';
 import type { AcquireArgs } from './scripts/acquire.script.js';
 import type { ReleaseArgs } from './scripts/release.script.js';
 import type { SharedAttempt } from './scripts/shared/shared-acquire.script.js';
+import { TRANSFER_SCRIPT, transferKeysOf } from './scripts/transfer.script.js';
 import type {
   AcquireAttempt,
   FencedWriteOutcome,
@@ -13,7 +14,9 @@ import type {
   ReleaseOutcome,
   RenewalEntry,
   StoredLock,
+  TransferOutcome,
 } from '../lock-store.interface.js';
+import type { ConnectionReport } from '../connection-report.js';
 import type { RedisClientPort } from './redis-client.port.js';
 import { claimOn, writeFencedOn } from './redis-fencing.js';
 import { KindScripts } from './redis-kinds.js';
@@ -40,8 +43,11 @@ export interface RedisLockStoreOptions {
   commandTimeout: number;
   /** Wait for this many replicas to acknowledge each acquisition and renewal (`WAIT`). */
   waitForReplicas?: { replicas: number; timeout: number };
-  /** Receives connection problems that no caller is waiting for. */
-  onError: (message: string, error: unknown) => void;
+  /**
+   * Receives the connection problems that no caller is waiting for, and says in the log how
+   * the connection fares: its failures, at a bounded rate, and its recovery.
+   */
+  report: ConnectionReport;
 }
 
 /**
@@ -57,6 +63,8 @@ export class RedisLockStore implements LockStore {
   private readonly scripts: KindScripts;
   /** With `waitForReplicas`: the WAITs after each acquisition and renewal. */
   private readonly replicas?: ReplicaWait;
+  /** Removes the listeners this store added to the client. */
+  private readonly unlisten: ((() => void) | undefined)[];
 
   constructor(private readonly options: RedisLockStoreOptions) {
     this.capabilities = {
@@ -71,15 +79,19 @@ export class RedisLockStore implements LockStore {
     this.cluster = this.client.cluster;
     this.command = timedCommand(options.commandTimeout, options.keyPrefix, 'Redis');
     this.scripts = new KindScripts(this.client, options.keyPrefix, this.cluster);
+    const { report } = options;
+    // The subscriber's connection fails and comes back with the client's: one report for both.
     this.channels = new ReleaseChannels(
       this.client,
       this.command,
-      options.onError,
+      (_, error) => report.failed(error),
       options.keyPrefix,
     );
-    if (options.ownsClient) {
-      this.client.onError((error) => options.onError('Redis connection error', error));
-    }
+    // A client the app passed in is listened to as well (and let go of at close).
+    this.unlisten = [
+      this.client.onError((error) => report.failed(error)),
+      this.client.onReady?.(() => report.recovered()),
+    ];
     if (options.waitForReplicas) {
       this.replicas = new ReplicaWait(
         this.client,
@@ -165,6 +177,21 @@ export class RedisLockStore implements LockStore {
     return renewed;
   }
 
+  async transfer(
+    key: string,
+    token: string,
+    newToken: string,
+    ttl: number,
+    fencingToken: number,
+  ): Promise<TransferOutcome> {
+    const connection = this.replicas?.connection ?? 0;
+    const outcome = await this.command(key, 'transfer', () =>
+      TRANSFER_SCRIPT.run(this.client, transferKeysOf(key), [token, newToken, ttl, fencingToken]),
+    );
+    if (outcome === 'transferred') await this.replicas?.replicated(key, 'transfer', connection);
+    return outcome;
+  }
+
   /**
    * RedLock: raises the fencing counter of `key` to at least `fencingToken`, so that the next
    * token this master issues for the key is greater, and records it as the fencing token of
@@ -212,13 +239,20 @@ export class RedisLockStore implements LockStore {
   /**
    * `EXISTS` of the bare key prefix, which no lock has (a lock's name is never empty): a read
    * that a user confined to the prefix may make, on the node that serves the prefix's slot.
+   * With `waitForReplicas`, then a WAIT as a lock's would be (shared with theirs): degraded
+   * while too few replicas acknowledge the connection's writes in time.
    */
   async ping(): Promise<Record<string, unknown>> {
     const { keyPrefix } = this.options;
     // Waiting to reconnect, the client would hold the command until the timeout: say so now.
     if (!this.client.reachable) throw new LockConnectionError('', 'not connected to Redis');
     await this.command(keyPrefix, 'ping', () => this.client.exists(keyPrefix));
-    return {};
+    if (!this.replicas) return {};
+    const acknowledged = await this.replicas.acknowledged(keyPrefix);
+    const wanted = this.replicas.wantedReplicas;
+    const replicas = `${acknowledged}/${wanted} acknowledged`;
+    if (acknowledged >= wanted) return { replicas };
+    return { replicas, degraded: 'replicas lag behind waitForReplicas: locks are refused' };
   }
 
   /**
@@ -233,6 +267,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async close(): Promise<void> {
+    for (const unlisten of this.unlisten) unlisten?.();
     this.replicas?.close();
     await Promise.all([
       this.channels.close(),

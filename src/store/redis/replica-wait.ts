@@ -51,6 +51,21 @@ export class ReplicaWait {
     }
   }
 
+  /**
+   * How many replicas acknowledged the writes made on the connection so far, within the
+   * timeout (0 once the connection was replaced meanwhile): what a health check reports.
+   */
+  async acknowledged(key: string): Promise<number> {
+    const connection = this.closes;
+    const acknowledged = await this.command(key, 'health WAIT', () => this.sharedWait());
+    return this.closes === connection ? acknowledged : 0;
+  }
+
+  /** How many replicas each write waits for. */
+  get wantedReplicas(): number {
+    return this.wanted.replicas;
+  }
+
   /** Stops counting the connection's closes. */
   close(): void {
     this.stopCounting();

@@ -1,4 +1,3 @@
-import type { LockStoreCapabilities } from '../capabilities.js';
 import { LockError, LockQuorumError } from '../../lock.errors.js';
 import { driftOf, monotonicNow } from '../../engine/clock.js';
 import { lockNameOf } from '../../keys/lock-keys.js';
@@ -11,9 +10,14 @@ import type {
   StoredLock,
 } from '../lock-store.interface.js';
 import type { RedisLockStore } from '../redis/redis.store.js';
+import { REDLOCK_CAPABILITIES } from './redlock-capabilities.js';
 import { askMasters, count, decidedOn, type RedlockMaster, type Tally } from './ask-masters.js';
+import { renewalOutcome } from './redlock-renewals.js';
 import { subscribeOnMasters } from './redlock-subscription.js';
+import { transferOnMasters, type TransferParams } from './redlock-transfer.js';
+import { refusalAcross } from './redlock-refusals.js';
 import { majorityView } from './redlock-view.js';
+import { unsplit, type Vote } from './split-votes.js';
 
 /**
  * RedLock: the same lock, with the same token, on N independent Redis masters. A lock is held
@@ -33,39 +37,18 @@ import { majorityView } from './redlock-view.js';
  * the time since the token was issued).
  *
  * There is no queue across masters: waiters race for a released lock, woken by the release
- * message of any master.
+ * message of any master, and contenders whose votes split try again after a random pause.
  */
 export class RedlockLockStore implements LockStore {
-  readonly capabilities: LockStoreCapabilities = {
-    backend: 'RedLock',
-    queueing: false,
-    throttle: true,
-    kinds: false,
-    keepAlive: 'ttl',
-    leadership: false,
-    handles: true,
-    why: {
-      // A term lasts for days, not for a section: see docs/leader-election.md#redlock.
-      leadership:
-        ': RedLock keeps no line across its masters, so a resigning or restarting leader would ' +
-        'race its standbys instead of handing over, and a term that lasts for days would rest ' +
-        "on RedLock's assumptions about clocks and master restarts all that time; use one " +
-        'Redis, Sentinel or Cluster, or ZooKeeper',
-      // Permits counted on independent masters do not add up to a limit (each master may count
-      // a different majority of holders, so up to about N/⌊N/2+1⌋ × limit callers could hold
-      // at once), and the masters keep no common queue to serve waiters in order.
-      kinds:
-        ' (several masters): semaphores and read-write locks need one Redis, Sentinel or ' +
-        'Cluster, or the memory store',
-    },
-  };
+  readonly capabilities = REDLOCK_CAPABILITIES;
   private readonly quorum: number;
   /** How many masters may fail, refuse or be slow while a majority still decides. */
   private readonly tolerated: number;
   /** Tokens with renewals whose masters have not all answered yet, and how many. */
   private readonly renewing = new Map<string, number>();
-  /** Tokens released meanwhile: their renewals must not put them back (see `repair`). */
+  /** Tokens released or handed off meanwhile: their renewals put them back nowhere (`repair`). */
   private readonly released = new Set<string>();
+  private closed = false;
 
   /** @param keyPrefix the module's `keyPrefix`, which errors leave out of the key they name */
   constructor(
@@ -77,7 +60,20 @@ export class RedlockLockStore implements LockStore {
     this.tolerated = masters.length - this.quorum;
   }
 
-  async acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
+  /** Whether a majority of the masters' connections are up or still being set up. */
+  get reachable(): boolean {
+    return this.masters.filter((master) => master.store.reachable).length >= this.quorum;
+  }
+
+  /** One attempt, made again while it ends in a split vote (see {@link unsplit}). */
+  acquire(key: string, token: string, ttl: number): Promise<AcquireAttempt> {
+    return unsplit(
+      () => this.attempt(key, token, ttl),
+      () => this.closed,
+    );
+  }
+
+  private async attempt(key: string, token: string, ttl: number): Promise<Vote> {
     const validUntil = monotonicNow() + ttl - driftOf(ttl, this.driftFactor);
     const votes = await askMasters(
       this.masters,
@@ -102,7 +98,7 @@ export class RedlockLockStore implements LockStore {
         (answers, failed) => answers.length >= this.quorum || failed > this.tolerated,
       );
       if (raised.answers.length >= this.quorum && monotonicNow() < validUntil) {
-        return { acquired: true, fencingToken };
+        return { attempt: { acquired: true, fencingToken }, split: false };
       }
       if (raised.failures.length > this.tolerated) {
         this.withdraw(key, token);
@@ -113,20 +109,25 @@ export class RedlockLockStore implements LockStore {
     if (votes.failures.length > this.tolerated) {
       throw this.quorumError(key, 'acquire', votes);
     }
-    const pttls = votes.answers
-      .map(({ value }) => (value.acquired ? -1 : value.pttl))
-      .filter((pttl) => pttl >= 0);
-    return { acquired: false, pttl: pttls.length > 0 ? Math.min(...pttls) : -1 };
+    const answers = votes.answers.map(({ value }) => value);
+    return {
+      attempt: refusalAcross(answers, this.masters.length, this.quorum),
+      split: granted.length > 0,
+    };
   }
 
   /** Releases on every master; there is no queue, so no successor. */
   async release(key: string, token: string): Promise<ReleaseOutcome> {
     if (this.renewing.has(token)) this.released.add(token);
-    const released = await this.decide(key, 'release', async (store) => {
-      const outcome = await store.release(key, token);
-      return outcome.released;
-    });
+    const released = await this.decide(key, 'release', (store) =>
+      store.release(key, token).then((outcome) => outcome.released),
+    );
     return { released };
+  }
+
+  /** A token handed off is put back on no master, as a released one (see `repair`). */
+  handedOff(_key: string, token: string): void {
+    if (this.renewing.has(token)) this.released.add(token);
   }
 
   /** RedLock keeps no queue (waiters race for a released lock): nothing to keep. */
@@ -144,16 +145,23 @@ export class RedlockLockStore implements LockStore {
       this.masters,
       (store) => store.renew(entries).then(decidedOn),
       (answers, failed) =>
-        failed > this.tolerated || entries.every((_, i) => this.outcome(answers, i) !== undefined),
+        failed > this.tolerated ||
+        entries.every(
+          (_, i) => renewalOutcome(answers, i, this.quorum, this.tolerated) !== undefined,
+        ),
     );
     const answers = tally.answers.map(({ value }) => value);
-    const outcomes = entries.map((_, i) => this.outcome(answers, i));
+    const outcomes = entries.map((_, i) => renewalOutcome(answers, i, this.quorum, this.tolerated));
     // Every master's answer counts for the repair, also those that came after the decision.
     void tally.complete.then((all) => this.repair(entries, outcomes, all));
     if (outcomes.every((outcome) => outcome === undefined)) {
       throw this.quorumError(entries[0].key, 'renew', tally);
     }
     return outcomes;
+  }
+
+  transfer(...move: TransferParams) {
+    return transferOnMasters(this.masters, this.keyPrefix, move);
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -210,6 +218,7 @@ export class RedlockLockStore implements LockStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.all(this.masters.map(({ store }) => store.close()));
   }
 
@@ -281,14 +290,6 @@ export class RedlockLockStore implements LockStore {
     const tally = await askMasters(this.masters, call, () => false);
     if (tally.answers.length < this.quorum) throw this.quorumError(key, operation, tally);
     return tally.answers.map(({ value }) => value);
-  }
-
-  /** Whether entry `i` of a renewal is decided: renewed by a majority, or lost on too many. */
-  private outcome(answers: (boolean | undefined)[][], i: number): boolean | undefined {
-    const renewed = count(answers, (renewals) => renewals[i] === true);
-    if (renewed >= this.quorum) return true;
-    if (answers.length - renewed > this.tolerated) return false;
-    return undefined;
   }
 
   private quorumError(key: string, operation: string, tally: Tally<unknown>): LockQuorumError {

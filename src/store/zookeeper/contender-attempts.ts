@@ -1,9 +1,9 @@
 import type { AcquireAttempt } from '../lock-store.interface.js';
 import type { Contender, Contenders } from './contender.js';
-import { NOT_ACQUIRED, type LineStandings } from './line-standings.js';
+import type { LineStandings } from './line-standings.js';
 import type { LockNodes } from './lock-nodes.js';
 import { retried, type ZooKeeperNodes } from './zookeeper-nodes.js';
-import { contenderPrefix, lockPath } from './zookeeper-paths.js';
+import { contenderPrefix, inLine, lockPath } from './zookeeper-paths.js';
 import type { ZooKeeperSession } from './zookeeper-session.js';
 
 /**
@@ -57,8 +57,9 @@ export class ContenderAttempts {
       contender = undefined;
     }
     if (!contender) {
-      if (!queue && !this.standings.wouldHold(key, token, await this.nodes.children(parent))) {
-        return NOT_ACQUIRED;
+      const children = queue ? [] : await this.nodes.children(parent);
+      if (!queue && !this.standings.wouldHold(key, token, children)) {
+        return this.standings.refusal(parent, inLine(children));
       }
       contender = this.contenders.enter(key, token, parent, this.session.current);
       await this.createNode(contender);
@@ -74,11 +75,17 @@ export class ContenderAttempts {
     return this.standings.lookUp(contender, queue);
   }
 
-  /** Creates the contender's node; the session it is sent on owns it. */
+  /**
+   * Creates the contender's node; the session it is sent on owns it. The lock node's creation
+   * goes right ahead of it unless another contender of this process stands under it: were it
+   * missing, the creation would fail, and be sent again only after a round trip, behind the
+   * callers of other processes that came meanwhile.
+   */
   private async createNode(contender: Contender): Promise<void> {
     contender.name = await this.lockNodes.createContender(
       contender.parent,
       contender.token,
+      !this.contenders.accompanied(contender),
       () => (contender.session = this.session.current),
     );
   }

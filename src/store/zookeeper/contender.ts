@@ -48,6 +48,8 @@ export class Contender {
  */
 export class Contenders {
   private readonly byToken = new Map<string, Contender>();
+  /** The same contenders, by the lock node they stand under. */
+  private readonly byParent = new Map<string, Set<Contender>>();
 
   /** @param turn announces the contender's turn to its caller */
   constructor(private readonly turn: (contender: Contender) => void) {}
@@ -58,11 +60,31 @@ export class Contenders {
 
   /** A new contender for `token`, in `session`, whose node will stand under `parent`. */
   enter(key: string, token: string, parent: string, session: number): Contender {
+    const before = this.byToken.get(token);
+    if (before) this.forget(before);
     const contender = new Contender(key, token, parent, session, (woken) => {
       if (this.isCurrent(woken) && !woken.departed) this.turn(woken);
     });
     this.byToken.set(token, contender);
+    let line = this.byParent.get(parent);
+    if (!line) this.byParent.set(parent, (line = new Set()));
+    line.add(contender);
     return contender;
+  }
+
+  /**
+   * Whether another contender of this process stands under the lock node of `contender`, or is
+   * on its way there, in the same session and not leaving: then the lock node is there when the
+   * creation of `contender`'s node, sent after that one's, is applied. Otherwise it may be
+   * missing: another process's last release deletes it.
+   */
+  accompanied(contender: Contender): boolean {
+    for (const other of this.byParent.get(contender.parent) ?? []) {
+      if (other !== contender && !other.departed && other.session === contender.session) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether `contender` is still its token's own (not left, nor lined up anew). */
@@ -72,7 +94,11 @@ export class Contenders {
 
   /** The contender is done with (its node is gone, or being deleted). */
   forget(contender: Contender): void {
-    if (this.isCurrent(contender)) this.byToken.delete(contender.token);
+    if (!this.isCurrent(contender)) return;
+    this.byToken.delete(contender.token);
+    const line = this.byParent.get(contender.parent);
+    line?.delete(contender);
+    if (line?.size === 0) this.byParent.delete(contender.parent);
   }
 
   /**
@@ -80,14 +106,17 @@ export class Contenders {
    * at their next renewal; waiters are woken, and line up again on their next attempt.
    */
   sessionExpired(): void {
-    for (const [token, contender] of this.byToken) {
+    // The contenders of the expired session only: a woken waiter may line up again at once,
+    // and its new contender, in the next session, must not be counted among them.
+    for (const contender of [...this.byToken.values()]) {
       contender.session = -1;
       contender.wake();
-      if (contender.departed) this.byToken.delete(token);
+      if (contender.departed) this.forget(contender);
     }
   }
 
   clear(): void {
     this.byToken.clear();
+    this.byParent.clear();
   }
 }

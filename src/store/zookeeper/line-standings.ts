@@ -5,7 +5,7 @@ import type { Contender, Contenders } from './contender.js';
 import type { ContenderWatches } from './contender-watches.js';
 import type { Departures } from './departures.js';
 import { standing } from './zookeeper-kinds.js';
-import type { ThrottleWindows } from './throttle-windows.js';
+import type { ThrottleWindow, ThrottleWindows } from './throttle-windows.js';
 import { serverTimeOf, type ZooKeeperNodes } from './zookeeper-nodes.js';
 import { inLine } from './zookeeper-paths.js';
 import { fencingTokenOf } from './zookeeper-session.js';
@@ -43,7 +43,9 @@ export class LineStandings {
    * hold (without `queue`, it leaves instead), or its line holds another kind of lock (it
    * leaves, refused). Looks again when what it would watch is gone already, or went while it
    * set the watch. A contender first in line while a throttle's window closes the key holds
-   * nothing yet: it is told how long the window stays closed (without `queue`, it leaves).
+   * nothing yet: it is told how long the window stays closed, as its `windowLeft` too (without
+   * `queue`, it leaves). A refusal by a live holder that is a throttle reports its window as
+   * its node's creation dates it (see `ThrottleWindows.heldOpen`).
    * @throws LockKindError when a node of another kind is ahead of its own
    */
   async lookUp(contender: Contender, queue: boolean): Promise<AcquireAttempt> {
@@ -78,7 +80,7 @@ export class LineStandings {
           : 0;
         if (closed > 0) {
           if (!queue) await this.departures.leave(contender);
-          return { acquired: false, pttl: closed };
+          return { acquired: false, pttl: closed, windowLeft: closed };
         }
         // A watch of the line set while it waited is no longer its own: it must not wake it.
         contender.lineWatch = undefined;
@@ -86,15 +88,34 @@ export class LineStandings {
       }
       if (!queue) {
         await this.departures.leave(contender);
-        return NOT_ACQUIRED;
+        return this.refusal(contender.parent, line, window, stat && contender.createdAt);
       }
       // A watch can fire before the answer that set it is seen (both come in one read of the
       // socket): its turn is announced before the caller has joined its process's waiters, who
       // may not even listen to the key yet, and is lost. The attempt looks again instead.
       if ((await this.waits(contender, where.behind)) && contender.wakes === wakes) {
-        return NOT_ACQUIRED;
+        return this.refusal(contender.parent, line, window, stat && contender.createdAt);
       }
     }
+  }
+
+  /**
+   * The refusal of a caller behind `line` (first come first, under `parent`): a throttle's while
+   * the key's `window` node keeps it closed (the first in line waits for it too), or when the
+   * first in line holds as a throttle in its window (see `ThrottleWindows.heldOpen`). Only a
+   * mutex is a throttle here, so the first in line is the one that holds. `now`: a server time,
+   * if one was just taken.
+   */
+  async refusal(
+    parent: string,
+    line: readonly string[],
+    window?: ThrottleWindow,
+    now?: number,
+  ): Promise<AcquireAttempt> {
+    const closed = window ? await this.windows.closedFor(window, now) : 0;
+    const windowLeft =
+      closed > 0 ? closed : line[0] && (await this.windows.heldOpen(parent, line[0], now));
+    return windowLeft ? { acquired: false, pttl: -1, windowLeft } : NOT_ACQUIRED;
   }
 
   /**

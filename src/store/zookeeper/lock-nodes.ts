@@ -2,9 +2,6 @@ import { OrderedCreations } from './ordered-creations.js';
 import { absentIfNoNode, type ZooKeeperNodes } from './zookeeper-nodes.js';
 import { codeOf, ZK_NO_NODE, ZK_NOT_EMPTY } from './zookeeper-session.js';
 
-/** How many deleted lock nodes the store remembers. */
-const MAX_EMPTIED = 1_024;
-
 /**
  * The persistent nodes that contenders' nodes live under: the root, created once per session,
  * and each lock's node, created with its first contender and deleted by the departure that
@@ -12,8 +9,6 @@ const MAX_EMPTIED = 1_024;
  */
 export class LockNodes {
   private rootReady?: Promise<void>;
-  /** Lock nodes this store deleted last (oldest first), to create again without a failed try. */
-  private readonly emptied = new Set<string>();
   /** The creations of contenders' nodes, sent in the order their callers came. */
   private readonly creations: OrderedCreations;
 
@@ -23,14 +18,21 @@ export class LockNodes {
   ) {
     this.creations = new OrderedCreations({
       createNode: (parent, token) => nodes.createContender(parent, token),
-      createParent: (parent) => nodes.created(parent),
+      // Should the root be missing, its error says why, not the lock node's NO_NODE.
+      createParent: (parent) => Promise.all([this.ensureRoot(), nodes.created(parent)]),
       removeNode: (path) => nodes.remove(path).catch(absentIfNoNode),
     });
   }
 
-  /** The root node (and its ancestors), created once per session. */
+  /**
+   * The root node and its ancestors, created once per session. Their creations are sent at
+   * once, each behind its parent's: a session's requests are applied in the order they are
+   * sent, so a request sent after them need not wait for their answers.
+   */
   ensureRoot(): Promise<void> {
-    this.rootReady ??= this.nodes.createdWithAncestors(this.root).then(
+    this.rootReady ??= Promise.all(
+      ancestorsOf(this.root).map((path) => this.nodes.created(path)),
+    ).then(
       () => undefined,
       (error: unknown) => {
         this.rootReady = undefined;
@@ -42,14 +44,21 @@ export class LockNodes {
 
   /**
    * Creates the node of `token` under the lock's node `parent` in its caller's turn (see
-   * {@link OrderedCreations}), and the lock's node first if need be: a lock node this store
-   * deleted is created again right ahead of it, in the same round trip. Resolves the name of
-   * the node.
+   * {@link OrderedCreations}), sent right behind the root's creation and, when `parentMissing`,
+   * the lock node's: nothing waits for an answer before the creation is sent. Resolves the name
+   * of the node.
+   * @param parentMissing the lock node may be missing (this store knows of no node under it)
    * @param sending called once the creation is sent (again, when it must be)
    */
-  async createContender(parent: string, token: string, sending: () => void): Promise<string> {
-    await this.ensureRoot();
-    const path = await this.creations.create(parent, token, this.emptied.delete(parent), sending);
+  async createContender(
+    parent: string,
+    token: string,
+    parentMissing: boolean,
+    sending: () => void,
+  ): Promise<string> {
+    // A root that could not be created fails the creation with NO_NODE, which creates it again.
+    this.ensureRoot().catch(() => undefined);
+    const path = await this.creations.create(parent, token, parentMissing, sending);
     return path.slice(parent.length + 1);
   }
 
@@ -57,11 +66,6 @@ export class LockNodes {
   async removeIfEmpty(path: string): Promise<void> {
     try {
       await this.nodes.remove(path);
-      this.emptied.add(path);
-      if (this.emptied.size > MAX_EMPTIED) {
-        const [oldest] = this.emptied;
-        this.emptied.delete(oldest);
-      }
     } catch (error) {
       const code = codeOf(error);
       if (code !== ZK_NOT_EMPTY && code !== ZK_NO_NODE) throw error;
@@ -77,4 +81,10 @@ export class LockNodes {
   sessionExpired(): void {
     this.rootReady = undefined;
   }
+}
+
+/** `/a`, `/a/b`, `/a/b/c` for the path `/a/b/c`: each node to create before the next. */
+function ancestorsOf(path: string): string[] {
+  const names = path.split('/').slice(1);
+  return names.map((_, i) => `/${names.slice(0, i + 1).join('/')}`);
 }

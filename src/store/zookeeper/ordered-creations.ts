@@ -42,13 +42,14 @@ interface Line {
 /**
  * Sends the creations of contenders' nodes under each lock node in the order the callers came,
  * so that their sequence numbers keep that order. A session's requests are applied in the order
- * they are sent, so creations that follow each other need no waiting, except when the lock
- * node is missing (the key's first use here, or another process's last release deleted it):
- * then the creations sent meanwhile fail too, and a caller that came later must not get its
- * node in first. So the line halts until every creation sent has been answered, the lock node
- * is created, and the creations are sent again in arrival order; a node that got in ahead of an
- * earlier caller's failed creation (another session created the lock node between the two) is
- * deleted and created again behind it.
+ * they are sent, so creations that follow each other need no waiting, and a creation whose lock
+ * node may be missing has the lock node's creation sent right ahead of it. Should a creation
+ * find the lock node missing all the same (another process's last release deleted it between
+ * the two), the creations sent meanwhile fail too, and a caller that came later must not get
+ * its node in first. So the line halts until every creation sent has been answered, the lock
+ * node is created, and the creations are sent again in arrival order; a node that got in ahead
+ * of an earlier caller's failed creation (another session created the lock node between the
+ * two) is deleted and created again behind it.
  */
 export class OrderedCreations {
   private readonly lines = new Map<string, Line>();
@@ -61,7 +62,7 @@ export class OrderedCreations {
 
   /**
    * The path of the node created for `token` under `parent`, in its turn.
-   * @param parentMissing the lock node is known to be missing: its creation goes first
+   * @param parentMissing the lock node may be missing: its creation goes first
    * @param sending called once the creation is sent (again, when it must be)
    */
   create(

@@ -1,6 +1,7 @@
 import type { Contender } from './contender.js';
-import type { ZooKeeperNodes } from './zookeeper-nodes.js';
-import { windowPath } from './zookeeper-paths.js';
+import { holdForOfToken } from '../throttle-window.js';
+import { serverTimeOf, type ZooKeeperNodes } from './zookeeper-nodes.js';
+import { tokenOfNode, windowPath } from './zookeeper-paths.js';
 import { codeOf, ZK_NO_NODE, ZK_NODE_EXISTS } from './zookeeper-session.js';
 
 /** A throttle's window on a key, as read from its node. */
@@ -53,6 +54,25 @@ export class ThrottleWindows {
     if (at < window.until) return window.until - at;
     await this.nodes.removedAt(window.path, window.version);
     return 0;
+  }
+
+  /**
+   * What is left of the window of the live holder whose node is `holder` under `parent`, when
+   * its token says it is a throttle (`h<holdFor>.`), from the server time `now` (taken now if not
+   * given): dated by its node's creation, which comes no later than its grant (it may have
+   * waited in line), so its window ends no sooner than that says. While that is open, the
+   * holder is a throttle in its window for sure, and a retry after it comes early, never late;
+   * once it has closed the grant cannot be dated (the holder may have waited long), and the
+   * refusal is a plain conflict: `undefined`.
+   */
+  async heldOpen(parent: string, holder: string, now?: number): Promise<number | undefined> {
+    const holdFor = holdForOfToken(tokenOfNode(holder));
+    if (holdFor === undefined) return undefined;
+    const stat = await this.nodes.stat(`${parent}/${holder}`);
+    const at = stat && (now ?? (await this.nodes.writtenAt(this.root)));
+    if (stat === undefined || at === undefined) return undefined;
+    const left = Math.min(holdFor, serverTimeOf(stat.ctime) + holdFor - at);
+    return left > 0 ? left : undefined;
   }
 
   /**

@@ -104,11 +104,6 @@ export class ZooKeeperNodes {
     }
   }
 
-  /** Creates `path` and its missing ancestors. */
-  async createdWithAncestors(path: string): Promise<void> {
-    await this.session.call<string>((client, done) => client.mkdirp(path, done));
-  }
-
   /** Creates the ephemeral sequential node of `token` under `parent`: its path. */
   createContender(parent: string, token: string): Promise<string> {
     return this.session.call<string>((client, done) =>

@@ -1,39 +1,13 @@
-import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
 import type { Client, Exception, Stat } from 'node-zookeeper-client';
-import { LockError, LockOptionsError } from '../../lock.errors.js';
+import { LockError } from '../../lock.errors.js';
+import { OUTAGE_REPORT_INTERVAL } from '../connection-report.js';
+import { loadZooKeeperClient } from './zookeeper-client.js';
 
-/** The package behind the ZooKeeper backend: an optional peer dependency, loaded on use. */
-type ZooKeeperClientModule = typeof import('node-zookeeper-client');
-
-const CLIENT_PACKAGE = 'node-zookeeper-client';
 /** Longest wait for the server to close the session when the store closes, in ms. */
 const CLOSE_BOUND = 2_000;
 /** Least time a (re)connection's handshake is given before it is cut, in ms. */
 const HANDSHAKE_FLOOR = 1_000;
-
-let clientModule: ZooKeeperClientModule | undefined;
-
-/**
- * Loads `node-zookeeper-client` the first time the `zookeeper` option is used, so that Redis
- * users need not install it.
- * @throws LockOptionsError naming the `zookeeper` option when the package is missing
- */
-export function loadZooKeeperClient(connectionString: string): ZooKeeperClientModule {
-  if (clientModule) return clientModule;
-  try {
-    clientModule = createRequire(import.meta.url)(CLIENT_PACKAGE) as ZooKeeperClientModule;
-  } catch (error) {
-    throw new LockOptionsError(
-      'zookeeper',
-      connectionString,
-      `the package ${CLIENT_PACKAGE} to be installed beside this library ` +
-        `(npm install ${CLIENT_PACKAGE}): the ZooKeeper backend needs it ` +
-        `(${error instanceof Error ? error.message.split('\n')[0] : String(error)})`,
-    );
-  }
-  return clientModule;
-}
 
 /** ZooKeeper's error codes that the store tells apart (see the server's KeeperException). */
 export const ZK_CONNECTION_LOSS = -4;
@@ -80,17 +54,21 @@ export class ZooKeeperSession {
    * the calls it queued while disconnected once the session has expired.
    */
   private pending = new Set<(error: Error) => void>();
-  /** Which session the current client holds; ephemeral nodes belong to one of them. */
-  private generation = 0;
+  /**
+   * Which session a request sent now goes on; ephemeral nodes belong to one of them. It moves
+   * on as soon as a session expires, not when the next client is made: a request sent between
+   * the two goes on the next session, and a node it creates must not be dated to the old one.
+   */
+  private generation = 1;
   private closed = false;
   /** While the client is not connected: cuts a handshake that gets no answer (see below). */
   private handshakeTimer?: NodeJS.Timeout;
-  /** While the client is not connected: says so every `unreachable.after` ms (see below). */
+  /** While the client is not connected: says so after `unreachable.after` ms (see below). */
   private unreachableTimer?: NodeJS.Timeout;
 
   /**
    * @param unreachable how long the client may go without a connection before `warn` hears of
-   *   it (and again after each such period while it lasts)
+   *   it (and again while it lasts, see `watchUnreachable`)
    */
   constructor(
     private readonly connectionString: string,
@@ -131,10 +109,11 @@ export class ZooKeeperSession {
       spinDelay: 100,
       retries: 0,
     });
-    const generation = ++this.generation;
+    const generation = this.generation;
     client.once('expired', () => {
       if (this.client !== client) return;
       this.client = undefined;
+      this.generation = generation + 1;
       this.stopHandshakeWatch();
       this.stopUnreachableWatch();
       client.close();
@@ -171,18 +150,26 @@ export class ZooKeeperSession {
     this.client = undefined;
     this.failPending(new Error('the ZooKeeper session is closed'));
     if (!client) return Promise.resolve();
+    // A session never granted (the server was down since boot) has nothing to end: no wait.
+    const patience = client.getSessionId().some((byte) => byte !== 0) ? CLOSE_BOUND : 0;
     return new Promise((resolve) => {
-      const closed = () => {
-        clearTimeout(bound);
-        resolve();
+      const end = () => {
+        const closed = () => {
+          clearTimeout(bound);
+          resolve();
+        };
+        const bound = setTimeout(() => {
+          // No answer (a server that never took the handshake, say): the socket goes too, with
+          // an error, which ends the client library's timer of a TCP connection still on its way.
+          socketOf(client)?.destroy(new Error('the ZooKeeper session is closed'));
+          closed();
+        }, patience);
+        client.once('disconnected', closed);
+        client.close();
       };
-      const bound = setTimeout(() => {
-        // No answer (a server that never took the handshake, say): the socket goes too.
-        socketOf(client)?.destroy();
-        closed();
-      }, CLOSE_BOUND);
-      client.once('disconnected', closed);
-      client.close();
+      // A client made in this tick opens its socket in the next, and its close writes to it.
+      if (socketOf(client)) end();
+      else process.nextTick(end);
     });
   }
 
@@ -229,9 +216,9 @@ export class ZooKeeperSession {
 
   /**
    * The client library retries a server that refuses or does not answer without a word, so a
-   * ZooKeeper that cannot be reached would go unnoticed until calls time out: like the Redis
-   * client's connection errors, a connection that is not made in time is reported, while the
-   * library goes on trying.
+   * ZooKeeper that cannot be reached would go unnoticed until calls time out: as for Redis, a
+   * connection not made in time is reported, then about once per {@link OUTAGE_REPORT_INTERVAL}
+   * (the session connects at boot, calls or none), while the library goes on trying.
    */
   private watchUnreachable(client: Client): void {
     if (this.unreachableTimer) return;
@@ -239,7 +226,7 @@ export class ZooKeeperSession {
     let periods = 0;
     this.unreachableTimer = setInterval(() => {
       if (this.client !== client) return this.stopUnreachableWatch();
-      periods++;
+      if (periods++ % Math.ceil(OUTAGE_REPORT_INTERVAL / after) !== 0) return;
       warn(
         `ZooKeeper connection error: no connection to ${this.connectionString} for ` +
           `${periods * after} ms; still trying`,

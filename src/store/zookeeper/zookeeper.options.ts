@@ -3,6 +3,20 @@ import { LockOptionsError } from '../../lock.errors.js';
 import type { ResolvedZooKeeper } from '../../options/lock-options.interface.js';
 import { checkTtl, rejectUnknown, requireObject } from '../../options/option-checks.js';
 
+/** How the module sets up a `ZooKeeperLockStore`. */
+export interface ZooKeeperLockStoreOptions {
+  connectionString: string;
+  /** The session timeout asked for, in ms. */
+  sessionTimeout: number;
+  /** The node under which every lock lives, e.g. `/locks`. */
+  root: string;
+  commandTimeout: number;
+  /** The module's `keyPrefix`: errors name a key without it, as the caller did. */
+  keyPrefix: string;
+  /** Receives connection problems that no caller is waiting for. */
+  onError?: (message: string) => void;
+}
+
 /**
  * The share of the session timeout that a lock's validity may span between two answers of the
  * server: a follower passes a session's activity on to the leader, which expires sessions, only

@@ -21,24 +21,10 @@ import { evictHolders, isTaken, lineView } from './line-view.js';
 import { LockNodes } from './lock-nodes.js';
 import { ThrottleWindows } from './throttle-windows.js';
 import { TurnListeners } from './turn-listeners.js';
-import { checkTtlInSession } from './zookeeper.options.js';
+import { checkTtlInSession, type ZooKeeperLockStoreOptions } from './zookeeper.options.js';
 import { retried, ZooKeeperNodes } from './zookeeper-nodes.js';
 import { lockPath } from './zookeeper-paths.js';
 import { ZooKeeperSession } from './zookeeper-session.js';
-
-/** How the module sets up a {@link ZooKeeperLockStore}. */
-export interface ZooKeeperLockStoreOptions {
-  connectionString: string;
-  /** The session timeout asked for, in ms. */
-  sessionTimeout: number;
-  /** The node under which every lock lives, e.g. `/locks`. */
-  root: string;
-  commandTimeout: number;
-  /** The module's `keyPrefix`: errors name a key without it, as the caller did. */
-  keyPrefix: string;
-  /** Receives connection problems that no caller is waiting for. */
-  onError?: (message: string) => void;
-}
 
 /**
  * The lock store on ZooKeeper, ZooKeeper's own lock recipe: each contender creates an ephemeral
@@ -253,6 +239,11 @@ export class ZooKeeperLockStore implements LockStore {
    */
   subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
     return Promise.resolve(this.listeners.add(key, onEvent));
+  }
+
+  /** The app has booted: the session connects now, not with the first call (see `LockStore.open`). */
+  open(): void {
+    this.session.connection();
   }
 
   /** Ends the session, which deletes every node this process still has. */

@@ -25,7 +25,9 @@
 
 import { analyzeOrder, orderLines } from './arrival-order.mjs';
 import { analyzeDrains, drainLines } from './drain.mjs';
+import { analyzeForges, forgeLines } from './forge.mjs';
 import { analyzeLeadership, leaderLines } from './leader.mjs';
+import { analyzeTicks, tickLines } from './ticks.mjs';
 
 /**
  * @typedef {import('./checker.mjs').Section} Section
@@ -99,12 +101,14 @@ export function analyze(checker, elapsedMs) {
   // Tokens grow with every acquisition, not only with every accepted write: an acquisition
   // reaches the checker after every earlier holder's (each holder reports it before its first
   // read, which comes before its release), so a token at or below one seen before went back.
-  // Under a read-write lock, only where a writer comes in: readers come in together.
+  // Under a read-write lock, only where a writer comes in: readers come in together. A lock
+  // adopted from a handle keeps the fencing token it was handed off with: not below.
   let highestAcquired = 0;
   let highestWriter = 0;
   let tokensHandedOutOfOrder = 0;
   for (const s of semaphore ? [] : sections) {
-    if (s.token <= (s.share === 'read' ? highestWriter : highestAcquired)) tokensHandedOutOfOrder++;
+    const floor = s.share === 'read' ? highestWriter : highestAcquired;
+    if (s.adopted ? s.token < floor : s.token <= floor) tokensHandedOutOfOrder++;
     highestAcquired = Math.max(highestAcquired, s.token);
     if (s.share !== 'read') highestWriter = Math.max(highestWriter, s.token);
   }
@@ -193,6 +197,8 @@ export function analyze(checker, elapsedMs) {
 
   const drains = analyzeDrains(checker, violations);
   const leadership = analyzeLeadership(checker, violations);
+  const forges = analyzeForges(checker, violations);
+  const ticks = analyzeTicks(checker);
   const order = analyzeOrder(checker, violations);
 
   const faultsByKind = /** @type {Record<string, number>} */ ({});
@@ -333,6 +339,8 @@ export function analyze(checker, elapsedMs) {
     ...drains,
     ...order,
     ...leadership,
+    ...forges,
+    ...ticks,
   };
 }
 
@@ -405,6 +413,8 @@ export function formatSummary(r) {
       `${r.expiredOnArrival}${r.expiredOnArrival ? `, in ${spread(r.expiredOnArrivalRttMs, '')}` : ''})`,
     ...drainLines(r, spread),
     ...leaderLines(r, spread),
+    ...forgeLines(r, tally),
+    ...tickLines(r, tally, spread),
     ...waiterLines(r),
     ...orderLines(r),
     `  violations             ${r.violations.length}`,

@@ -20,6 +20,12 @@
  * - `restart`: kill -9 the lock's redis-server and start it again, empty, on the same port
  *   while a holder is inside. The holder must be told (signal aborted, LockLostError), and work
  *   must go on.
+ * - `forge`: the holder hands its lock off, and two other workers are presented forged copies
+ *   of its handle to adopt, one with its fencing token raised by 10^12, one with its token
+ *   changed; then a third adopts the genuine handle (see forge.mjs). Both forgeries must be
+ *   refused: nobody may ever hold the lock under a fencing token that no hand-off gave, the
+ *   genuine adopter's write must go in, and so must every later holder's (no stale write
+ *   accepted, no lost update, tokens in order). Also in the PostgreSQL mode; mutex only.
  *
  * Three more, aimed at the waiters of the fair handover rather than at the holder:
  * - `lag`: each worker then talks to Redis through a TCP proxy of its own, here. For a few
@@ -50,7 +56,7 @@
  * own (and stops them all at the end, however the run ends), and each worker's LockModule gets
  * them all as an array. `kill` and `stop` work as above, except that after a kill nobody may
  * acquire before a MAJORITY of the masters has let the killed holder's copy expire (the
- * quorum-th smallest PTTL). Two more faults, instead of `restart`:
+ * quorum-th smallest PTTL). Three more faults, instead of `restart`:
  * - `minority`: kill -9 and restart empty N − quorum masters (2 of 5) drawn at random while a
  *   holder is inside, and keep it inside for 3 TTLs. A lock on a majority of the survivors must
  *   survive this: its signal must not abort, nobody else may acquire, its write must go in.
@@ -61,6 +67,11 @@
  *   written and the holder was told, so that its write comes stale: the holder must be told
  *   (signal aborted, at the latest when its validity runs out), its write must be refused by
  *   the fencing guard, `using` must reject with LockLostError, and work must go on.
+ * - `tick`: the workers' calls paused, one master killed or hung (SIGSTOP) in turn, then
+ *   `tickRounds` rounds in which every worker calls with `waitTimeout: 0` at one moment, as the
+ *   replicas of a scheduled job do (see ticks.mjs). In each round somebody must get the lock
+ *   (everybody refused while nobody held it is a violation), and nobody alongside another;
+ *   then the master comes back and work goes on.
  *
  * ZooKeeper mode (`zookeeper: { server }`): the workers' LockModules use the given ZooKeeper
  * server (each through a TCP proxy of its own, here), under a root of the run's own. Faults:
@@ -85,11 +96,11 @@
  * PostgreSQL mode (`postgres: { server }`): the workers' LockModules use the given PostgreSQL
  * (each through a TCP proxy of its own, here, and with an application_name of its own).
  * Faults: `kill` (the bound is the killed holder's row: nobody may acquire before its expiry,
- * read on the database's clock right after the kill), `stop`, `drain`, `restart` (kill the
- * server without a checkpoint and start it again with its data: a holder whose renewal gets
- * through within its validity rightly keeps its lock, otherwise it must be told), `expire` (as
- * on ZooKeeper: the holder's connection stalls until its lease ran out and a newer holder
- * wrote; it must be told before the next holder acquired) and `terminate` (the server ends
+ * read on the database's clock right after the kill), `stop`, `drain`, `forge`, `restart`
+ * (kill the server without a checkpoint and start it again with its data: a holder whose
+ * renewal gets through within its validity rightly keeps its lock, otherwise it must be told),
+ * `expire` (as on ZooKeeper: the holder's connection stalls until its lease ran out and a newer
+ * holder wrote; it must be told before the next holder acquired) and `terminate` (the server ends
  * every connection of the holder, again and again for three TTLs, while its read is held: the
  * lease is a row, not a session, so the holder renews on new connections, and must keep its
  * lock and write, or, if it could not renew in time, be told, as any holder). At the end, no
@@ -113,11 +124,13 @@ import { TcpProxy } from '../../support/tcp-proxy.js';
 import { analyze } from './analyze.mjs';
 import { drainHolder } from './drain.mjs';
 import { sharedNow } from './first-attempts.mjs';
+import { forgeHandOff, HandOffs } from './forge.mjs';
 import { LockServers } from './masters.mjs';
 import { randomInt, shuffled } from './random.mjs';
 import { endLeadership, LeaderHistory } from './leader.mjs';
 import { PostgresProbe } from './postgres-probe.mjs';
 import { FencedCounter } from './resource.mjs';
+import { TickResults, tickRounds } from './ticks.mjs';
 import { ZooKeeperProbe } from './zookeeper-probe.mjs';
 
 /** @import { ReadRequest, WorkerMessage } from './worker.mjs' */
@@ -136,7 +149,7 @@ const WORKER_PATH = fileURLToPath(new URL('./worker.mjs', import.meta.url));
 const BUILT_LIBRARY = fileURLToPath(new URL('../../../dist/index.js', import.meta.url));
 
 /**
- * @typedef {'kill' | 'stop' | 'drain' | 'restart' | 'minority' | 'majority' | 'expire' | 'partition' | 'leader' | 'terminate' | 'clock-back' | WaiterFaultKind} FaultKind
+ * @typedef {'kill' | 'stop' | 'drain' | 'restart' | 'forge' | 'minority' | 'majority' | 'tick' | 'expire' | 'partition' | 'leader' | 'terminate' | 'clock-back' | WaiterFaultKind} FaultKind
  * @typedef {'lag' | 'kill-waiter' | 'short-ttl' | 'unmark' | 'stale-turn'} WaiterFaultKind
  */
 /** The faults aimed at the waiters of the fair handover (single Redis). */
@@ -156,12 +169,19 @@ export const FAULT_KINDS = /** @type {const} */ ([
   'stop',
   'drain',
   'restart',
+  'forge',
   ...WAITER_FAULT_KINDS,
   'leader',
   'clock-back',
 ]);
 /** The faults of the RedLock mode, and its default plan. */
-export const REDLOCK_FAULT_KINDS = /** @type {const} */ (['kill', 'stop', 'minority', 'majority']);
+export const REDLOCK_FAULT_KINDS = /** @type {const} */ ([
+  'kill',
+  'stop',
+  'minority',
+  'majority',
+  'tick',
+]);
 /** The faults of the ZooKeeper mode, and its default plan. */
 export const ZOOKEEPER_FAULT_KINDS = /** @type {const} */ ([
   'kill',
@@ -176,6 +196,7 @@ export const POSTGRES_FAULT_KINDS = /** @type {const} */ ([
   'kill',
   'stop',
   'drain',
+  'forge',
   'restart',
   'expire',
   'terminate',
@@ -261,6 +282,7 @@ const UNMARKED_GAP_BOUND_MS = 2_500;
  * @property {(line: string) => void} [log] progress lines
  * @property {{ limit: number } | 'rw'} [kind] a semaphore of `limit` permits, or a read-write
  *   lock (one section in three a writer), instead of a mutex; not with RedLock
+ * @property {number} [tickRounds] how many rounds each `tick` fault runs (default 6)
  * @property {number} [callers] callers per worker process (default 1), each running sections
  *   of its own: with several, a release hands the lock straight to the next caller of its own
  *   process (the same-process handover), which the faults then meet too; the arrival order is
@@ -294,6 +316,7 @@ const UNMARKED_GAP_BOUND_MS = 2_500;
  * @property {import('./first-attempts.mjs').CallTiming} [call] when its call was made and its
  *   first attempt sent and answered, on the machine's shared monotonic clock
  * @property {number} [acquiredHr] when the checker heard of the grant, on that clock
+ * @property {boolean} [adopted] the lock was adopted from a handle (`forge`), not granted
  */
 
 /**
@@ -359,6 +382,8 @@ export class WorkerHandle {
     this.stopped = false;
     /** @type {number | undefined} when it reported SIGTERM (it drains) */
     this.drainingSeq = undefined;
+    /** Its callers make no calls (`tick`), and it said so. */
+    this.paused = false;
     this.exitedAt = 0;
     this.exitStatus = '';
   }
@@ -407,11 +432,12 @@ export class SafetyChecker {
       options.faults ??
       // kill-waiter tells a worker's waiting by its one caller.
       // unmark and stale-turn work on a mutex's value (a semaphore's or read-write lock's
-      // holds no token of its own).
+      // holds no token of its own), and forge on a mutex's fencing tokens.
       kinds.filter(
         (kind) =>
           (this.callers === 1 || kind !== 'kill-waiter') &&
-          ((kind !== 'unmark' && kind !== 'stale-turn') || options.kind === undefined),
+          ((kind !== 'unmark' && kind !== 'stale-turn' && kind !== 'forge') ||
+            options.kind === undefined),
       );
     // A fault of the other mode would test nothing (no single server to restart under RedLock,
     // no minority to lose on one server, no follower to cut off on a standalone ZooKeeper):
@@ -422,6 +448,7 @@ export class SafetyChecker {
     }
     this.durationMs = options.durationMs ?? 0;
     this.gapMs = options.gapMs ?? 600;
+    this.tickRounds = options.tickRounds ?? 6;
     this.tailMs = options.tailMs ?? 500;
     this.lagMs = options.lagMs ?? [1_000, 3_000];
     // With `lag`, each worker reaches Redis through a proxy of its own in this process; with
@@ -493,6 +520,10 @@ export class SafetyChecker {
      * @type {{ worker: number, signal: NodeJS.Signals, at: number }[]}
      */
     this.signals = [];
+    /** What the workers answered to the `forge` nemesis's hand-offs and adoptions. */
+    this.handOffs = new HandOffs();
+    /** What the workers said of the `tick` nemesis's pauses and rounds. */
+    this.ticks = new TickResults();
   }
 
   get redlock() {
@@ -655,7 +686,11 @@ export class SafetyChecker {
     const seq = ++this.seq;
     const now = Date.now();
     const id = worker.id;
-    if (this.leadership?.onMessage(id, message, seq)) {
+    if (
+      this.leadership?.onMessage(id, message, seq) ||
+      this.handOffs.onMessage(id, message) ||
+      this.ticks.onMessage(worker, message)
+    ) {
       this.notify();
       return;
     }
@@ -676,7 +711,10 @@ export class SafetyChecker {
       case 'acquired': {
         worker.waitingTtl = undefined;
         const key = `${id}:${message.token}`;
-        if (this.sectionList.some((s) => s.token === message.token)) this.duplicateTokens++;
+        // A lock handed off keeps its fencing token in its adopter's hands.
+        if (!message.adopted && this.sectionList.some((s) => s.token === message.token)) {
+          this.duplicateTokens++;
+        }
         /** @type {Section} */
         const section = {
           worker: id,
@@ -689,6 +727,7 @@ export class SafetyChecker {
           acquiredAt: now,
           call: message.call,
           acquiredHr: sharedNow(),
+          adopted: message.adopted,
         };
         this.sections.set(key, section);
         this.sectionList.push(section);
@@ -887,6 +926,12 @@ export class SafetyChecker {
       await this.settle(fault);
       return;
     }
+    if (kind === 'tick') {
+      const fault = this.begin(kind, 0, 0);
+      await tickRounds(this, fault);
+      await this.settle(fault);
+      return;
+    }
     if (isWaiterFault(kind)) {
       const fault = this.begin(kind, 0, 0);
       if (kind === 'lag') await this.lag(fault);
@@ -918,6 +963,7 @@ export class SafetyChecker {
     else if (kind === 'expire') await this.expire(fault, victim.worker, victim.message);
     else if (kind === 'partition') await this.partition(fault, victim.worker, victim.message);
     else if (kind === 'terminate') await this.terminate(fault, victim.worker, victim.message);
+    else if (kind === 'forge') await forgeHandOff(this, fault, victim.worker, victim.message);
     else {
       const count =
         kind === 'majority' ? this.lockServers.quorum : this.masterCount - this.lockServers.quorum;
@@ -942,9 +988,11 @@ export class SafetyChecker {
       startedAt: Date.now(),
       startedHr: sharedNow(),
       // Only a fault that can take the lock from its holder explains an overlap: not one that
-      // the lock should survive (a drained holder keeps it to the end of its work).
+      // the lock should survive (a drained holder keeps it to the end of its work, a handle
+      // passes it on whole, and a master lost is a minority).
       losesLock:
-        kind !== 'minority' && kind !== 'drain' && kind !== 'clock-back' && !isWaiterFault(kind),
+        !['minority', 'drain', 'clock-back', 'forge', 'tick'].includes(kind) &&
+        !isWaiterFault(kind),
       keepsOrder: kind === 'unmark' || kind === 'clock-back',
       problems: [],
       facts: {},
@@ -971,7 +1019,9 @@ export class SafetyChecker {
     this.log(
       `${kind}${fault.worker ? ` of worker ${fault.worker}` : ''}: ` +
         (fault.problems.length ? fault.problems.join('; ') : 'ok') +
-        (isWaiterFault(kind) ? ` ${JSON.stringify(fault.facts)}` : ''),
+        (isWaiterFault(kind) || kind === 'forge' || kind === 'tick'
+          ? ` ${JSON.stringify(fault.facts)}`
+          : ''),
     );
   }
 
@@ -1735,9 +1785,10 @@ export class SafetyChecker {
     // A holder whose renewals could not be decided within its validity (its process starved of
     // CPU, as on an overloaded machine) gives the lock up and is told: no lock can keep a holder
     // that cannot renew, so that is counted apart, as long as nobody got in before it was told.
+    // (A renewal answered after its validity ran out says so, whatever the answer.)
     const starved =
       section.lostSeq !== undefined &&
-      section.lostReason?.startsWith('renewals did not reach the store') &&
+      /^(renewals did not reach the store|its validity ran out)/.test(section.lostReason ?? '') &&
       (!other || other.acquiredSeq > section.lostSeq);
     if (starved) {
       fault.facts.lostToSlowRenewals = true;

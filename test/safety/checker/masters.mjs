@@ -77,7 +77,7 @@ return sent`;
 
 export class LockServers {
   /**
-   * @param {{ url: string, restart(): Promise<void>, kill?(): Promise<void>, stop?(): Promise<void> }[]} servers
+   * @param {{ url: string, pid?: number, restart(): Promise<void>, kill?(): Promise<void>, stop?(): Promise<void> }[]} servers
    * @param {boolean} owned whether this class started them, and so must stop them
    */
   constructor(servers, owned) {

@@ -19,6 +19,11 @@
  * Each call's `acquired` message carries when it was made and when its first attempt was sent
  * and answered (see first-attempts.mjs), for the arrival-order check.
  *
+ * On the checker's request, the worker also hands off the lock of a running section, adopts the
+ * handles it is given and runs a section under each lock it adopted (see hand-offs.mjs), or
+ * stops making calls and makes one with `waitTimeout: 0` at a moment it is given, as all the
+ * others do at that moment (see tick-contender.mjs).
+ *
  * Plain ESM JavaScript importing the BUILT library by its package name (`dist/`), because
  * child processes cannot run TypeScript through ts-jest.
  *
@@ -40,27 +45,22 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { LockConnectionError, LockLostError, LockModule, LockService } from 'nestjs-redis-lock';
 import { FirstAttempts, sharedNow } from './first-attempts.mjs';
+import { handOffsOnRequest } from './hand-offs.mjs';
 import { candidateProvider, resignOnRequest } from './leader-candidate.mjs';
 import { randomInt } from './random.mjs';
+import { TickContender } from './tick-contender.mjs';
 import { watchedClient } from './watched-clients.mjs';
 
 /** @import { CheckerMessage, ReadReply, WriteReply } from './checker.mjs' */
 /** @import { CallTiming } from './first-attempts.mjs' */
+/** @import { Lock, LockHandle } from 'nestjs-redis-lock' */
 
 /**
  * What a worker sends the checker.
  * @typedef {{ type: 'ready', pid: number, clock: number }
  *   | { type: 'waiting', ttl: number }
  *   | { type: 'draining' }
- *   | {
- *       type: 'acquired',
- *       token: number,
- *       lockToken: string,
- *       ttl: number,
- *       waitedMs: number,
- *       share: 'read' | 'write' | undefined,
- *       call: CallTiming,
- *     }
+ *   | ({ type: 'acquired', token: number, lockToken: string } & SectionStart)
  *   | { type: 'lost', token: number, reason: string }
  *   | ReadRequest
  *   | WriteRequest
@@ -83,7 +83,32 @@ import { watchedClient } from './watched-clients.mjs';
  *     }
  *   | { type: 'closed' }
  *   | { type: 'lead' | 'deposed' | 'leaderWrite', epoch: number, at?: number, reason?: string }
+ *   | { type: 'handle', token: number, handle?: LockHandle, error?: string, message?: string }
+ *   | { type: 'adoption', label: string, fencingToken?: number, error?: string, message?: string }
+ *   | { type: 'paused' }
+ *   | { type: 'tickResult', round: number, acquired: boolean, error?: string, lateMs: number }
  * } WorkerMessage
+ */
+/**
+ * What an `acquired` message tells besides the lock's tokens: the TTL asked for, how long the
+ * call waited, a read-write lock's share, when the call was made and its first attempt sent
+ * (calls that wait in line), and whether the lock was adopted from a handle rather than granted.
+ * @typedef {{
+ *   ttl: number,
+ *   waitedMs: number,
+ *   share: 'read' | 'write' | undefined,
+ *   call?: CallTiming,
+ *   adopted?: boolean,
+ * }} SectionStart
+ */
+/** @typedef {{ wrote: boolean, signalAbortedAtWrite: boolean }} SectionState */
+/**
+ * Runs one call that gets a lock and the critical section under it (see `sectionCall`).
+ * @typedef {(
+ *   call: (section: (lock: Lock) => Promise<void>) => Promise<unknown>,
+ *   start: () => SectionStart,
+ *   workMs?: [number, number],
+ * ) => Promise<{ error: unknown } | undefined>} SectionCall
  */
 /** @typedef {{ type: 'read', requestId: number, token: number }} ReadRequest */
 /**
@@ -127,8 +152,17 @@ let stopping = false;
  * @type {number | undefined}
  */
 let callTtl;
-/** How long a section works, in ms (drawn between the two). */
+/**
+ * How long a section works, in ms (drawn between the two).
+ * @type {[number, number]}
+ */
 let work = [1, 5];
+/**
+ * The locks of this worker's sections while they run, by fencing token: the checker names the
+ * one to hand off by its token (see hand-offs.mjs).
+ * @type {Map<number, Lock>}
+ */
+const held = new Map();
 
 process.on('message', (/** @type {CheckerMessage} */ message) => {
   if (message?.type === 'reply') {
@@ -261,6 +295,14 @@ const app = await NestFactory.createApplicationContext(CheckerWorkerModule, {
 });
 const locks = app.get(LockService);
 if (candidate) resignOnRequest(app);
+handOffsOnRequest(locks, held, send, sectionCall);
+/** Pauses the callers, and makes the calls of the `tick` rounds. */
+const contender = new TickContender(callers, send, () =>
+  sectionCall(
+    (section) => locks.using(key, section, { waitTimeout: 0 }),
+    () => ({ ttl, waitedMs: 0, share: undefined }),
+  ),
+);
 /**
  * When SIGTERM came (on the shared clock), if it did: the app is draining. The listener comes
  * before Nest's own, and goes after one signal, so that Nest's re-raising of the signal once the
@@ -288,18 +330,83 @@ function grantedButLost(error) {
 }
 
 /**
+ * One critical section under `lock`: tells the checker that it holds the lock (and when its
+ * signal aborts), reads the counter, works, and writes it back plus one, signal aborted or not.
+ * Records in `state` whether it wrote, and whether its signal had aborted by then.
+ * @param {Lock} lock
+ * @param {SectionStart} start the rest of the `acquired` message
+ * @param {SectionState} state
+ * @param {[number, number]} [workMs] how long the section works, drawn between the two
+ */
+async function criticalSection(lock, start, state, workMs = work) {
+  const token = lock.fencingToken;
+  held.set(token, lock);
+  try {
+    // The lock's own token too: it is what the lock key holds in Redis, which the checker
+    // reads to see on which masters the lock is.
+    send({ type: 'acquired', token, lockToken: lock.token, ...start });
+    lock.signal.addEventListener(
+      'abort',
+      // The library aborts a lock's signal with the LockLostError that says why.
+      () => {
+        /** @type {unknown} */
+        const lost = lock.signal.reason;
+        send({ type: 'lost', token, reason: lost instanceof LockLostError ? lost.reason : '' });
+      },
+      { once: true },
+    );
+    if (lock.signal.aborted) send({ type: 'lost', token, reason: 'aborted at start' });
+    const read = await request({ type: 'read', token });
+    if (!read.ok) return; // the guard refused even the read: a newer holder got there first
+    await sleep(randomInt(...workMs));
+    state.signalAbortedAtWrite = lock.signal.aborted;
+    state.wrote = true;
+    const signalAbortedAtWrite = state.signalAbortedAtWrite;
+    await request({ type: 'write', token, value: read.value + 1, signalAbortedAtWrite });
+  } finally {
+    held.delete(token);
+  }
+}
+
+/**
+ * Runs one call that holds the lock for a {@link criticalSection}: `call` makes it, running
+ * the section it is given under the lock it got, and settles when the call does. Tells the
+ * checker how the section ended; resolves the call's error when it never held the lock.
+ * @param {(section: (lock: Lock) => Promise<void>) => Promise<unknown>} call
+ * @param {() => SectionStart} start the rest of the `acquired` message, once the lock is held
+ * @param {[number, number]} [workMs]
+ * @returns {Promise<{ error: unknown } | undefined>}
+ */
+async function sectionCall(call, start, workMs) {
+  /** @type {number | undefined} */
+  let token;
+  /** @type {SectionState} */
+  const state = { wrote: false, signalAbortedAtWrite: false };
+  try {
+    await call((lock) => {
+      token = lock.fencingToken;
+      return criticalSection(lock, start(), state, workMs);
+    });
+    send({ type: 'released', token, outcome: 'ok', ...state });
+  } catch (error) {
+    if (token === undefined) return { error };
+    const outcome = error instanceof Error ? error.name : typeof error;
+    send({ type: 'released', token, outcome, ...state });
+  }
+  return undefined;
+}
+
+/**
  * One caller: critical sections, one after the other, until told to stop.
  * @param {unknown} _
  * @param {number} index which caller of the worker it is
  */
 async function runSections(_, index) {
   while (!stopping) {
-    /** @type {number | undefined} */
-    let fencingToken;
-    let signalAbortedAtWrite = false;
-    let wrote = false;
+    await contender.untilResumed();
+    if (stopping) break;
     const sectionTtl = callTtl ?? ttl;
-    const [minWork, maxWork] = work;
+    const workMs = work;
     const waitStarted = performance.now();
     /** @type {CallTiming | undefined} */
     let timing;
@@ -309,73 +416,45 @@ async function runSections(_, index) {
     /** @type {'read' | 'write' | undefined} */
     const share = kind === 'rw' ? (randomInt(1, 3) === 1 ? 'write' : 'read') : undefined;
     send({ type: 'waiting', ttl: sectionTtl });
-    try {
-      const call = firstAttempts.call(index, () =>
-        locks.using(
-          key,
-          async (lock) => {
-            fencingToken = lock.fencingToken;
-            const token = lock.fencingToken;
-            if (timing) firstAttempts.adopt(timing, lock.token);
-            // The lock's own token too: it is what the lock key holds in Redis, which the checker
-            // reads to see on which masters the lock is.
-            send({
-              type: 'acquired',
-              token,
-              lockToken: lock.token,
-              ttl: sectionTtl,
-              waitedMs: Math.round(performance.now() - waitStarted),
-              share,
-              call: /** @type {CallTiming} */ (timing),
-            });
-            lock.signal.addEventListener(
-              'abort',
-              // The library aborts a lock's signal with the LockLostError that says why.
-              () => {
-                /** @type {unknown} */
-                const lost = lock.signal.reason;
-                send({
-                  type: 'lost',
-                  token,
-                  reason: lost instanceof LockLostError ? lost.reason : '',
-                });
-              },
-              { once: true },
-            );
-            if (lock.signal.aborted) send({ type: 'lost', token, reason: 'aborted at start' });
-            const read = await request({ type: 'read', token });
-            if (!read.ok) return; // the guard refused even the read: a newer holder got there first
-            await sleep(randomInt(minWork, maxWork));
-            signalAbortedAtWrite = lock.signal.aborted;
-            wrote = true;
-            await request({ type: 'write', token, value: read.value + 1, signalAbortedAtWrite });
-          },
-          { ttl: sectionTtl, ...(limit ? { limit } : {}), ...(share ? { mode: share } : {}) },
-        ),
-      );
-      timing = call.timing;
-      await call.result;
-      send({ type: 'released', token: fencingToken, outcome: 'ok', wrote, signalAbortedAtWrite });
-    } catch (error) {
-      const name = error instanceof Error ? error.name : typeof error;
-      if (fencingToken === undefined) {
-        // Never got the lock (timed out waiting, Redis down): back off a little and retry.
-        const rtts = grants.filter((grant) => grant.sentAt >= waitStarted).map((g) => g.rttMs);
-        send({
-          type: 'acquireFailed',
-          error: name,
-          ttl: sectionTtl,
-          grantedButLost: grantedButLost(error),
-          grantRttMs: rtts.length > 0 ? Math.round(Math.max(...rtts)) : undefined,
-          message: error instanceof Error ? error.message : String(error),
-          draining: drainingSince !== undefined,
-          waitedFromBeforeDrain:
-            drainingSince !== undefined && (timing?.calledAt ?? 0) < drainingSince,
-        });
-        await sleep(randomInt(5, 30));
-      } else {
-        send({ type: 'released', token: fencingToken, outcome: name, wrote, signalAbortedAtWrite });
-      }
+    const failed = await sectionCall(
+      async (section) => {
+        const call = firstAttempts.call(index, () =>
+          locks.using(
+            key,
+            (lock) => {
+              if (timing) firstAttempts.adopt(timing, lock.token);
+              return section(lock);
+            },
+            { ttl: sectionTtl, ...(limit ? { limit } : {}), ...(share ? { mode: share } : {}) },
+          ),
+        );
+        timing = call.timing;
+        await call.result;
+      },
+      () => ({
+        ttl: sectionTtl,
+        waitedMs: Math.round(performance.now() - waitStarted),
+        share,
+        call: timing,
+      }),
+      workMs,
+    );
+    if (failed) {
+      // Never got the lock (timed out waiting, Redis down): back off a little and retry.
+      const { error } = failed;
+      const rtts = grants.filter((grant) => grant.sentAt >= waitStarted).map((g) => g.rttMs);
+      send({
+        type: 'acquireFailed',
+        error: error instanceof Error ? error.name : typeof error,
+        ttl: sectionTtl,
+        grantedButLost: grantedButLost(error),
+        grantRttMs: rtts.length > 0 ? Math.round(Math.max(...rtts)) : undefined,
+        message: error instanceof Error ? error.message : String(error),
+        draining: drainingSince !== undefined,
+        waitedFromBeforeDrain:
+          drainingSince !== undefined && (timing?.calledAt ?? 0) < drainingSince,
+      });
+      await sleep(randomInt(5, 30));
     }
   }
 }

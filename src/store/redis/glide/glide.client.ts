@@ -15,6 +15,7 @@ import {
   createGlideClient,
   glideClusterConfig,
   glideServerConfig,
+  settled,
   type GlideConfiguration,
   type GlideServerOptions,
 } from './glide.connections.js';
@@ -56,6 +57,8 @@ export class GlideRedisClient implements RedisClientPort {
   private client?: AnyGlideClient;
   private creating?: Promise<AnyGlideClient>;
   private closed = false;
+  /** Requests sent and not yet answered, which close lets settle first (see {@link close}). */
+  private readonly inFlight = new Set<Promise<unknown>>();
   private readonly health = new GlideHealth(() => this.command(['PING']));
   private readonly order = new SlotOrder();
   /**
@@ -157,6 +160,10 @@ export class GlideRedisClient implements RedisClientPort {
   async close(): Promise<void> {
     this.closed = true;
     this.health.close();
+    // GLIDE writes the requests it buffered once its current write completes: closed before
+    // that, its socket refuses them, and GLIDE prints the error. What was sent settles first
+    // (within a bound), then the client closes and fails whatever is still due.
+    await settled(this.inFlight);
     // One still being created closes as soon as it is.
     if (this.client) this.client.close();
     else await this.creating?.catch(() => undefined);
@@ -170,10 +177,16 @@ export class GlideRedisClient implements RedisClientPort {
     }, this.failure);
   }
 
+  /** Every request goes through here, and is tracked until it settles (see {@link close}). */
   private send(args: string[]): Promise<GlideReturnType> {
     const client = this.client;
-    if (client) return client.customCommand(args, AS_STRINGS);
-    return this.created().then((created) => created.customCommand(args, AS_STRINGS));
+    const sent = client
+      ? client.customCommand(args, AS_STRINGS)
+      : this.created().then((created) => created.customCommand(args, AS_STRINGS));
+    this.inFlight.add(sent);
+    const forget = () => void this.inFlight.delete(sent);
+    sent.then(forget, forget);
+    return sent;
   }
 
   /** The module's client, created on the first request so that a failed boot opens nothing. */

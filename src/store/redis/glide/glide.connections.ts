@@ -153,3 +153,20 @@ export function glideAddressOf(client: GlideClientLike): string {
   const [first] = (client as { config?: Partial<GlideConfiguration> }).config?.addresses ?? [];
   return first ? `${first.host}:${first.port ?? 6379}` : 'a GLIDE client';
 }
+
+/** How long closing waits, at most, for the requests already sent to be answered. */
+const CLOSE_SETTLE_MS = 1_000;
+
+/**
+ * Resolves once every request of `inFlight` has settled, or after {@link CLOSE_SETTLE_MS}.
+ * GLIDE writes the requests it buffered once its current write completes: a client closed
+ * before that refuses them on its ended socket, and GLIDE prints the error.
+ */
+export async function settled(inFlight: ReadonlySet<Promise<unknown>>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(inFlight),
+    new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_SETTLE_MS))),
+  ]);
+  clearTimeout(timer);
+}

@@ -1,6 +1,6 @@
 import type { GlideClusterClient, PubSubMsg } from '@valkey/valkey-glide';
 import type { RedisSubscriber, SubscriberOptions } from '../redis-client.port.js';
-import type { GlideConfiguration } from './glide.connections.js';
+import { settled, type GlideConfiguration } from './glide.connections.js';
 import type { AnyGlideClient } from './glide.package.js';
 
 /**
@@ -48,21 +48,34 @@ export function glideSubscriber(
   };
   void client().catch(() => undefined);
   const channels = (channel: string) => new Set([channel]);
+  /** Requests sent and not yet answered: closing lets them settle first, as the client does. */
+  const inFlight = new Set<Promise<unknown>>();
+  const tracked = <T>(request: Promise<T>): Promise<T> => {
+    inFlight.add(request);
+    const forget = () => void inFlight.delete(request);
+    request.then(forget, forget);
+    return request;
+  };
   return {
-    subscribe: async (channel) => {
-      const subscriber = await client();
-      return sharded
-        ? (subscriber as GlideClusterClient).ssubscribe(channels(channel), SUBSCRIBE_TIMEOUT)
-        : subscriber.subscribe(channels(channel), SUBSCRIBE_TIMEOUT);
-    },
-    unsubscribe: async (channel) => {
-      const subscriber = await client();
-      return sharded
-        ? (subscriber as GlideClusterClient).sunsubscribeLazy(channels(channel))
-        : subscriber.unsubscribeLazy(channels(channel));
-    },
+    subscribe: (channel) =>
+      tracked(
+        client().then((subscriber) =>
+          sharded
+            ? (subscriber as GlideClusterClient).ssubscribe(channels(channel), SUBSCRIBE_TIMEOUT)
+            : subscriber.subscribe(channels(channel), SUBSCRIBE_TIMEOUT),
+        ),
+      ),
+    unsubscribe: (channel) =>
+      tracked(
+        client().then((subscriber) =>
+          sharded
+            ? (subscriber as GlideClusterClient).sunsubscribeLazy(channels(channel))
+            : subscriber.unsubscribeLazy(channels(channel)),
+        ),
+      ),
     close: async () => {
       closed = true;
+      await settled(inFlight);
       const subscriber = await created?.catch(() => undefined);
       subscriber?.close();
     },

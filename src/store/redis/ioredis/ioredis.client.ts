@@ -23,8 +23,16 @@ export class IoRedisClient implements RedisClientPort {
     this.cluster = isClusterClient(connection);
   }
 
+  /**
+   * False once the connection is known down: waiting to reconnect, closed, or connecting again
+   * after it failed (ioredis counts its reconnect attempts since the last `ready`; a client
+   * that never failed is given the time to connect).
+   */
   get reachable(): boolean {
-    return !['reconnecting', 'close', 'end'].includes(this.connection.status);
+    const { status } = this.connection;
+    if (['reconnecting', 'close', 'end'].includes(status)) return false;
+    const { retryAttempts } = this.connection as unknown as { retryAttempts?: number };
+    return status === 'ready' || !(retryAttempts !== undefined && retryAttempts > 0);
   }
 
   /** A Cluster whose ioredis subscribes per shard (5.6 and later have `shardedSubscribers`). */
@@ -138,6 +146,11 @@ export class IoRedisClient implements RedisClientPort {
   onClose(listener: () => void): () => void {
     this.connection.on('close', listener);
     return () => this.connection.off('close', listener);
+  }
+
+  onReady(listener: () => void): () => void {
+    this.connection.on('ready', listener);
+    return () => this.connection.off('ready', listener);
   }
 
   close(): Promise<void> {

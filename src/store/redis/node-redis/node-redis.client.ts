@@ -126,6 +126,11 @@ export class NodeRedisPort implements RedisClientPort {
     return () => void this.connection.off('error', listener);
   }
 
+  onReady(listener: () => void): () => void {
+    this.connection.on('ready', listener);
+    return () => void this.connection.off('ready', listener);
+  }
+
   /**
    * node-redis tells no close apart from its errors: a connection that was ready closes when
    * the client starts to reconnect, or ends.

@@ -3,7 +3,7 @@ import type { AcquireAttempt } from '../../lock-store.interface.js';
 import { LuaScript } from './lua-script.js';
 import { NEXT_FENCE_LUA } from './fence.lua.js';
 import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
-import { integerOf, pairOrTripleOf } from './script-reply.js';
+import { entriesOf, integerOf } from './script-reply.js';
 
 /** The arguments of {@link ACQUIRE_SCRIPT} (ARGV), durations in ms. */
 export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: PublishCommand];
@@ -15,7 +15,8 @@ export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: Pu
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), 1 to queue up when the lock is taken (0
  * to just try), publishing command (PUBLISH or SPUBLISH).
  * Returns `{1, fencingToken}` when the caller holds the lock, `{0, pttl}` when it does not, and
- * `{0, pttl, lastFence}` when it does not and queued (see `AcquireAttempt`). A lock that holds
+ * `{0, pttl, lastFence}` when it does not and queued (see `AcquireAttempt`); a refusal by a
+ * throttle whose window is open adds what is left of it (`{0, pttl, lastFence or -1, window}`). A lock that holds
  * the caller's token already (granted to it by a handover that it has not taken up) is the
  * caller's from this request on: its TTL starts again and it gets a new fencing token here, so
  * that the caller's validity counts from a request whose answer proves the lock was its own.
@@ -72,16 +73,24 @@ if ARGV[3] == '1' then
   -- At least every fencing token issued so far (see next_fence): a grant announced with a
   -- greater token came after this attempt.
   local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+  local window = window_left(holder, fence_of(value))
+  if window > 0 then return {0, pttl, math.max(last, now_us), window} end
   return {0, pttl, math.max(last, now_us)}
 end
+local window = window_left(holder, fence_of(value))
+if window > 0 then return {0, redis.call('PTTL', KEYS[1]), -1, window} end
 return {0, redis.call('PTTL', KEYS[1])}
 `,
   (reply) => {
-    const entries = pairOrTripleOf(reply, (first) => integerOf(first) === 0);
-    const [acquired, value, lastFence] = entries.map(integerOf);
+    const granted = integerOf(entriesOf(reply, 2, 4)[0]) === 1;
+    const entries = entriesOf(reply, 2, granted ? 2 : 4);
+    const [acquired, value, lastFence = -1, windowLeft] = entries.map(integerOf);
     if (acquired === 1) return { acquired: true, fencingToken: value };
-    return lastFence === undefined
-      ? { acquired: false, pttl: value }
-      : { acquired: false, pttl: value, lastFence };
+    return {
+      acquired: false,
+      pttl: value,
+      ...(lastFence >= 0 && { lastFence }),
+      ...(windowLeft !== undefined && { windowLeft }),
+    };
   },
 );

@@ -1,3 +1,5 @@
+import { FENCE_AHEAD_US } from '../../throttle-window.js';
+
 /**
  * Lua shared by the scripts that write a fencing counter (KEYS[2]) or a mutex's lock value. One
  * counter serves every lock of its key prefix and hash slot (or of its prefix and server, off a
@@ -27,6 +29,11 @@ local function holder_of(value)
   return value and string.match(value, '^%S+')
 end
 
+-- The fencing token recorded in a mutex's value, if any.
+local function fence_of(value)
+  return tonumber(value and string.match(value, '^%S+ (%d+)') or '')
+end
+
 local function holds(value, token)
   return holder_of(value) == token
 end
@@ -45,7 +52,8 @@ end
  * on, and Redis 6.2 takes the two-command path). Only when the counter is ahead (the clock went
  * back, or a failover brought a master whose clock is behind) does a second `SET` put the
  * counter's last token + 1 in its place: the script runs atomically, so nobody sees the clock
- * value in between, and the two writes replicate together.
+ * value in between, and the two writes replicate together. The same clock dates a throttle's
+ * window from its holder's fencing token (`window_left`), for the refusals it causes.
  */
 export const NEXT_FENCE_LUA = `${FENCE_LUA}
 local function server_time_us()
@@ -54,6 +62,23 @@ local function server_time_us()
 end
 
 local SET_GET = (redis.REDIS_VERSION_NUM or 0) >= 0x060200
+
+-- The holdFor a throttle's token carries after its kind's tag (see throttleTag), or nil.
+local function hold_for_of(token)
+  return string.match(token or '', '^h(%d+)%.') or string.match(token or '', '^[srw][%dx]*%.h(%d+)%.')
+end
+
+-- What is left, in ms, of the window of a throttle that holds with token and fencing token
+-- fence (see windowLeftOf in throttle-window.ts), or -1: no throttle, no datable grant, or a
+-- window that has closed.
+local function window_left(token, fence)
+  local hold_for = hold_for_of(token)
+  if not hold_for or not fence then return -1 end
+  local now = server_time_us()
+  if fence > now + ${FENCE_AHEAD_US} then return -1 end
+  local left = math.ceil(math.min(tonumber(hold_for), (fence - now) / 1000 + tonumber(hold_for)))
+  return left > 0 and left or -1
+end
 
 local function next_fence()
   local now = server_time_us()

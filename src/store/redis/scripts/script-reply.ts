@@ -24,16 +24,12 @@ export function pairOf(reply: unknown): [unknown, unknown] {
   return [reply[0], reply[1]];
 }
 
-/** The entries of a reply that is a pair, or a triple when `third` allows its first entry. */
-export function pairOrTripleOf(
-  reply: unknown,
-  third: (first: unknown) => boolean,
-): [unknown, unknown, unknown?] {
-  if (Array.isArray(reply) && reply.length === 3 && third(reply[0])) {
-    return [reply[0], reply[1], reply[2]];
+/** The entries of a reply that is a list of `min` to `max` entries. */
+export function entriesOf(reply: unknown, min: number, max: number): unknown[] {
+  if (!Array.isArray(reply) || reply.length < min || reply.length > max) {
+    throw unexpected(reply, `a list of ${min} to ${max} entries`);
   }
-  if (!Array.isArray(reply) || reply.length !== 2) throw unexpected(reply, 'a pair');
-  return [reply[0], reply[1]];
+  return reply;
 }
 
 /** The entries of a reply that is a list. */

@@ -2,7 +2,7 @@ import type { SharedScriptKeys } from '../../../../keys/lock-keys.js';
 import type { AcquireAttempt } from '../../../lock-store.interface.js';
 import type { AcquireArgs } from '../acquire.script.js';
 import { LuaScript } from '../lua-script.js';
-import { integerOf, pairOf } from '../script-reply.js';
+import { entriesOf, integerOf } from '../script-reply.js';
 import { SHARED_LUA } from './shared.lua.js';
 
 /**
@@ -21,8 +21,9 @@ export type SharedAttempt = AcquireAttempt | { acquired: false; heldAs: string }
  *
  * KEYS: see {@link SHARED_LUA}. ARGV: as the mutex's attempt ({@link AcquireArgs}), the token
  * tagged with its kind. Returns `{1, fencingToken}` when the caller holds a permit, `{0, pttl}`
- * when it does not (pttl: the soonest a holder's permit expires, or -1), `{2, value}` when the
- * key is held as another kind.
+ * when it does not (pttl: the soonest a holder's permit expires, or -1), with a third entry
+ * when every holder is a throttle whose window is open (what is left of the soonest to close,
+ * see `sharedWindowLeft`), `{2, value}` when the key is held as another kind.
  */
 export const SHARED_ACQUIRE_SCRIPT = new LuaScript<SharedScriptKeys, AcquireArgs, SharedAttempt>(
   `${SHARED_LUA}
@@ -59,17 +60,31 @@ if ARGV[3] == '1' then
 end
 sync(KEYS[1], KEYS[5], KEYS[7], marker, now)
 local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')[2]
-return {0, first and (tonumber(first) - now) or -1}
+local pttl = first and (tonumber(first) - now) or -1
+local window = -1
+for _, holder in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
+  local left = hold_for_of(holder)
+    and window_left(holder, tonumber(redis.call('HGET', KEYS[7], holder) or '')) or -1
+  if left < 0 then
+    window = -1
+    break
+  end
+  if window < 0 or left < window then window = left end
+end
+if window > 0 then return {0, pttl, window} end
+return {0, pttl}
 `,
   (reply) => {
-    const [outcome, value] = pairOf(reply);
+    const [outcome, value, windowLeft] = entriesOf(reply, 2, 3);
     switch (integerOf(outcome)) {
       case 1:
         return { acquired: true, fencingToken: integerOf(value) };
       case 2:
         return { acquired: false, heldAs: String(value) };
       default:
-        return { acquired: false, pttl: integerOf(value) };
+        return windowLeft === undefined
+          ? { acquired: false, pttl: integerOf(value) }
+          : { acquired: false, pttl: integerOf(value), windowLeft: integerOf(windowLeft) };
     }
   },
 );

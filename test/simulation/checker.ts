@@ -1,0 +1,143 @@
+import type { Lock } from '../../src/lock.js';
+import type { Place, World } from './world.js';
+
+/** The kind of a key, as every caller of the key asks for it. */
+export type KeyKind = { type: 'mutex' } | { type: 'semaphore'; limit: number } | { type: 'rw' };
+
+/** One caller's hold, from when its call returned the lock until its work ended. */
+export interface Holding {
+  readonly caller: string;
+  readonly place: Place;
+  readonly key: string;
+  readonly lock: Lock;
+  readonly permits: number;
+  readonly mode?: 'read' | 'write';
+}
+
+/** One call that may wait: when it started, and when it got its lock or failed. */
+export interface Call {
+  readonly caller: string;
+  readonly place: Place;
+  readonly key: string;
+  readonly startedAt: number;
+  readonly waitTimeout: number;
+  settledAt?: number;
+}
+
+/** The first invariant a run broke. */
+export interface Violation {
+  invariant: string;
+  detail: string;
+  at: number;
+}
+
+/** The engine's own idea of how long a lock is certainly its own (see `HeldLock.validUntil`). */
+const validUntil = (lock: Lock) => (lock as unknown as { validUntil: number }).validUntil;
+const stillHeld = (lock: Lock) => (lock as unknown as { held: boolean }).held;
+
+/**
+ * The invariants, checked as the run goes: holders whose validity overlaps, fencing tokens out
+ * of order, calls that outlive their deadline; and, once everything has shut down, what is
+ * left behind.
+ */
+export class Checker {
+  violation?: Violation;
+  readonly calls: Call[] = [];
+  private readonly holdings = new Map<string, Set<Holding>>();
+  /** Per key, the last fencing token the store granted, and the last one a valid holder saw. */
+  private readonly storeFences = new Map<string, number>();
+  private readonly heldFences = new Map<string, number>();
+
+  constructor(
+    private readonly world: World,
+    private readonly kinds: ReadonlyMap<string, KeyKind>,
+  ) {}
+
+  /** How long past its `waitTimeout` a call may take to settle. */
+  slack = Infinity;
+
+  fail(invariant: string, detail: string): void {
+    if (this.violation) return;
+    this.violation = { invariant, detail, at: this.world.now() };
+    this.world.log(`VIOLATION ${invariant}: ${detail}`);
+  }
+
+  /** The store granted `key` with `fencingToken`, at the moment it applied the request. */
+  storeGranted(key: string, fencingToken: number): void {
+    const last = this.storeFences.get(key) ?? -Infinity;
+    if (fencingToken <= last) {
+      this.fail('fencing order', `the store granted ${key} ${fencingToken} after ${last}`);
+    }
+    this.storeFences.set(key, fencingToken);
+  }
+
+  /** A caller's call returned a lock: it holds from now on, while the lock is valid. */
+  held(holding: Holding): void {
+    const { key, lock, caller } = holding;
+    const valid = this.world.localNow(holding.place) < validUntil(lock);
+    // A lock whose validity ran out before its answer came may be another's: the engine gives
+    // it back rather than let work start that nothing protects.
+    if (!valid && stillHeld(lock)) {
+      this.fail(
+        'valid when granted',
+        `${caller} got ${key} (${lock.fencingToken}) already invalid`,
+      );
+    }
+    if (this.kinds.get(key)?.type === 'mutex' && valid) {
+      const last = this.heldFences.get(key) ?? -Infinity;
+      if (lock.fencingToken <= last) {
+        this.fail(
+          'fencing order',
+          `${caller} holds ${key} with ${lock.fencingToken} after ${last}`,
+        );
+      }
+      this.heldFences.set(key, lock.fencingToken);
+    }
+    let holders = this.holdings.get(key);
+    if (!holders) this.holdings.set(key, (holders = new Set()));
+    holders.add(holding);
+    this.check();
+  }
+
+  /** The caller's work under `holding` ended (it releases, or its `using` returns). */
+  ended(holding: Holding): void {
+    this.holdings.get(holding.key)?.delete(holding);
+  }
+
+  /** Exclusion within validity, at this moment; and no call waits past its deadline. */
+  check(): void {
+    const now = this.world.now();
+    for (const [key, holders] of this.holdings) {
+      const valid = [...holders].filter(
+        ({ lock, place }) =>
+          !place.crashed && stillHeld(lock) && this.world.localNow(place) < validUntil(lock),
+      );
+      if (valid.length > 1) this.exclusion(key, valid);
+    }
+    for (const call of this.calls) {
+      if (call.settledAt !== undefined || call.place.crashed) continue;
+      if (now > call.startedAt + call.waitTimeout + this.slack) {
+        this.fail(
+          'deadline',
+          `${call.caller} still waits for ${call.key}, called at ${call.startedAt} with ` +
+            `waitTimeout ${call.waitTimeout}`,
+        );
+      }
+    }
+  }
+
+  private exclusion(key: string, valid: Holding[]): void {
+    const kind = this.kinds.get(key) ?? { type: 'mutex' };
+    const who = valid.map((holding) => `${holding.caller}(${holding.lock.fencingToken})`).join(' ');
+    if (kind.type === 'mutex') this.fail('mutual exclusion', `${key} held by ${who}`);
+    if (kind.type === 'semaphore') {
+      const permits = valid.reduce((sum, holding) => sum + holding.permits, 0);
+      if (permits > kind.limit) {
+        this.fail('semaphore limit', `${key}: ${permits} permits of ${kind.limit}, ${who}`);
+      }
+    }
+    if (kind.type === 'rw' && valid.some((holding) => holding.mode === 'write')) {
+      this.fail('writer exclusion', `${key} held by ${who}`);
+    }
+  }
+}

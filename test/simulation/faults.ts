@@ -1,0 +1,62 @@
+import type { Instance } from './instance.js';
+import type { Network } from './network.js';
+import type { Random } from './random.js';
+
+/** How long the faults of a seed last in all, for the deadlines' slack. */
+export interface FaultPlan {
+  total: number;
+}
+
+/**
+ * Schedules the seed's faults at random moments of the workload: instances stopped (SIGSTOP)
+ * or killed, their connections stalled, the store paused, an instance shut down early. At
+ * least one instance is never killed nor shut down early. An early shutdown that rejects is
+ * reported to `failed`.
+ */
+export function scheduleFaults(
+  instances: readonly Instance[],
+  network: Network,
+  random: Random,
+  failed: (detail: string) => void,
+): FaultPlan {
+  const { world } = network;
+  let total = 0;
+  const faults = random.int(0, 6);
+  const spared = random.pick(instances);
+  for (let i = 0; i < faults; i++) {
+    const at = random.int(0, 4_000);
+    const ms = random.int(50, 1_500);
+    const instance = random.pick(instances);
+    const fault = random.pick(['pause', 'stall', 'store', 'crash', 'shutdown'] as const);
+    total += ms;
+    world.after(at, () => {
+      if (instance.crashed) return;
+      switch (fault) {
+        case 'pause':
+          world.log(`FAULT  ${instance.name} stopped for ${ms} ms`);
+          world.pause(instance, ms);
+          return;
+        case 'stall':
+          world.log(`FAULT  ${instance.name}'s connection stalls for ${ms} ms`);
+          instance.stalledUntil = Math.max(instance.stalledUntil, world.now() + ms);
+          return;
+        case 'store':
+          world.log(`FAULT  the store pauses for ${ms} ms`);
+          network.storePausedUntil = Math.max(network.storePausedUntil, world.now() + ms);
+          return;
+        case 'crash':
+          if (instance === spared) return;
+          world.log(`FAULT  ${instance.name} killed`);
+          instance.crash();
+          return;
+        case 'shutdown':
+          if (instance === spared || instance.shutdown) return;
+          world.log(`FAULT  ${instance.name} shuts down`);
+          world
+            .within(instance, () => instance.close())
+            .catch((error: unknown) => failed(`${instance.name}: ${String(error)}`));
+      }
+    });
+  }
+  return { total };
+}

@@ -1,0 +1,165 @@
+import { QUEUE_LEASE } from '../../src/store/lock-store.interface.js';
+import { MemorySpace } from '../../src/store/memory/memory-space.js';
+import { Checker, type KeyKind, type Violation } from './checker.js';
+import { scheduleFaults } from './faults.js';
+import { Instance, type InstanceOptions } from './instance.js';
+import { ELECTION, ELECTION_KEY, stand } from './leader.js';
+import { Network, type NetworkShape } from './network.js';
+import { Random } from './random.js';
+import { Names } from './sim-store.js';
+import { Caller } from './workload.js';
+import { World } from './world.js';
+
+/** What one seed did. */
+export interface SeedResult {
+  seed: number;
+  violation?: Violation;
+  /** Each event with its virtual time, when the run recorded them. */
+  trace: string[];
+  /** Virtual ms the run took. */
+  virtualMs: number;
+}
+
+/** Past this virtual time a run is stuck: nothing it does takes this long. */
+const LIMIT = 300_000;
+/** How much of `driftFactor` the instances' clocks drift by, at most (above 1: beyond it). */
+const DRIFT_SHARE = 1;
+/** How long the engine keeps a subscription that nobody waits on (see `Waiters.linger`). */
+const LINGER = 5_000;
+/** The longest TTL a caller asks for. */
+const MAX_TTL = 1_000;
+
+/** Runs one seed: its instances, callers and faults, every invariant checked on the way. */
+export async function runSeed(seed: number, record = false): Promise<SeedResult> {
+  const random = new Random(seed);
+  const world = new World(random.fork(), record);
+  const instances: Instance[] = [];
+  try {
+    const violation = await simulate(world, random, instances);
+    return { seed, violation, trace: world.trace, virtualMs: world.now() };
+  } finally {
+    for (const instance of instances) instance.dispose();
+    world.uninstall();
+  }
+}
+
+async function simulate(
+  world: World,
+  random: Random,
+  instances: Instance[],
+): Promise<Violation | undefined> {
+  const shape: NetworkShape = {
+    minLatency: random.int(0, 2),
+    maxLatency: random.int(2, 30),
+    spikeChance: random.pick([0, 0.02, 0.1]),
+    spike: random.int(10, 400),
+    noticeLoss: random.pick([0, 0, 0.05, 0.3]),
+  };
+  const network = new Network(world, random.fork(), shape);
+  const options: InstanceOptions = {
+    fair: random.chance(0.7),
+    ttl: random.int(100, 1_000),
+    waitTimeout: random.int(0, 2_000),
+    commandTimeout: random.int(100, 1_000),
+    shutdownGrace: random.pick([0, random.int(1, 2_000)]),
+    driftFactor: random.pick([0.01, 0.01, 0.05]),
+  };
+  const kinds = new Map<string, KeyKind>([['m0', { type: 'mutex' }]]);
+  if (random.chance(0.5)) kinds.set('m1', { type: 'mutex' });
+  if (random.chance(0.5)) kinds.set('s0', { type: 'semaphore', limit: random.int(2, 3) });
+  if (random.chance(0.5)) kinds.set('rw0', { type: 'rw' });
+  world.log(`seed   ${JSON.stringify({ ...shape, ...options, keys: [...kinds.keys()] })}`);
+
+  const space = new MemorySpace();
+  const names = new Names();
+  const checker = new Checker(world, kinds);
+  const granted = (key: string, _token: string, fence: number) => checker.storeGranted(key, fence);
+  for (let i = random.int(2, 4); i > 0; i--) {
+    const drift = options.driftFactor * DRIFT_SHARE * (2 * random.next() - 1);
+    const clock = { rate: 1 + drift, offset: random.int(0, 100_000) };
+    const name = `i${instances.length}`;
+    instances.push(new Instance(name, network, space, options, names, granted, clock));
+    world.log(`clock  ${name} runs at ${clock.rate.toFixed(5)} from ${clock.offset}`);
+  }
+  const faults = scheduleFaults(instances, network, random.fork(), (detail) =>
+    checker.fail('unexpected error', `shutdown: ${detail}`),
+  );
+  const latest = 2 * (shape.maxLatency + shape.spike);
+  checker.slack = 2 * options.commandTimeout + faults.total + latest + 100;
+  if (random.chance(0.5)) {
+    kinds.set(ELECTION, { type: 'mutex' });
+    for (const instance of instances) {
+      instance.elections = stand(instance, world, random.fork(), checker);
+    }
+  }
+  const callers: Caller[] = [];
+  for (const instance of instances) {
+    for (let c = random.int(1, 3); c > 0; c--) {
+      const name = `${instance.name}.c${callers.length}`;
+      callers.push(new Caller(name, instance, world, random.fork(), kinds, checker));
+    }
+  }
+  for (const caller of callers) caller.start(random.int(1, 8));
+
+  const live = () => instances.filter((instance) => !instance.crashed);
+  await runUntil(world, checker, () =>
+    callers.every((caller) => caller.done || caller.instance.crashed),
+  );
+  if (checker.violation) return checker.violation;
+  // Nobody waits any more: once what is on its way has arrived, and the subscriptions kept
+  // for a next waiter have lingered, nobody listens either.
+  await world.clock.tickAsync(LINGER + checker.slack);
+  checker.check();
+  const listened = [...space.listeners.keys()].filter((key) => key !== ELECTION_KEY);
+  if (listened.length > 0) {
+    const keys = listened.join(', ');
+    checker.fail('leftovers', `listened to with nobody waiting: ${keys}`);
+  }
+  if (checker.violation) return checker.violation;
+  let stopped = 0;
+  for (const instance of live()) {
+    world
+      .within(instance, () => instance.close())
+      .then(
+        () => stopped++,
+        (error: unknown) =>
+          checker.fail('unexpected error', `${instance.name}'s shutdown: ${String(error)}`),
+      );
+  }
+  world.log('end    shutting down');
+  await runUntil(world, checker, () => stopped === live().length);
+  if (checker.violation) return checker.violation;
+  await world.clock.tickAsync(MAX_TTL + QUEUE_LEASE);
+  await runUntil(world, checker, () => world.clock.countTimers() === 0);
+  leftovers(world, checker, space);
+  return checker.violation;
+}
+
+/** Runs timers until `done`; a run with nothing left to run, or past the limit, is stuck. */
+async function runUntil(world: World, checker: Checker, done: () => boolean): Promise<void> {
+  await world.clock.tickAsync(0);
+  while (!done() && !checker.violation) {
+    if (world.clock.countTimers() === 0 || world.now() > LIMIT) {
+      checker.fail('progress', 'the run has nothing left to do, yet a caller or shutdown waits');
+      return;
+    }
+    await world.step();
+    checker.check();
+  }
+}
+
+/** Once everything has shut down and every TTL has run out: no timer, listener nor key. */
+function leftovers(world: World, checker: Checker, space: MemorySpace): void {
+  const timers = world.clock.countTimers();
+  if (timers > 0) checker.fail('leftovers', `${timers} timers left`);
+  if (space.listeners.size > 0) {
+    checker.fail('leftovers', `listeners left on ${[...space.listeners.keys()].join(', ')}`);
+  }
+  const held = [...space.locks.keys()].filter((key) => space.live(space.locks, key));
+  const queued = [space.queues, space.lines].flatMap((queues) =>
+    [...queues.keys()].filter((key) => space.liveHead(queues, key) !== undefined),
+  );
+  if (held.length + queued.length > 0) {
+    checker.fail('leftovers', `keys left: ${[...held, ...queued].join(', ')}`);
+  }
+}

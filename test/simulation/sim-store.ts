@@ -1,0 +1,241 @@
+import type { LockStoreCapabilities } from '../../src/store/capabilities.js';
+import type {
+  AcquireAttempt,
+  FencedWriteOutcome,
+  LockEvent,
+  LockStore,
+  ReleaseOutcome,
+  RenewalEntry,
+  StoredLock,
+  TransferOutcome,
+} from '../../src/store/lock-store.interface.js';
+import { MemoryLockStore } from '../../src/store/memory/memory.store.js';
+import type { MemorySpace } from '../../src/store/memory/memory-space.js';
+import { timedCommand, type TimedCommand } from '../../src/store/timed-command.js';
+import type { Link, Network } from './network.js';
+
+/** What the store's side of the simulation tells the checker: each grant, as it makes it. */
+export type GrantSeen = (key: string, token: string, fencingToken: number) => void;
+
+/** Short names for tokens, in the order the run first meets them, so that traces compare. */
+export class Names {
+  private readonly names = new Map<string, string>();
+
+  of(token: string): string {
+    let name = this.names.get(token);
+    if (name === undefined) this.names.set(token, (name = `#${this.names.size + 1}`));
+    return name;
+  }
+}
+
+const attempt = (reply: AcquireAttempt) =>
+  reply.acquired ? `granted ${reply.fencingToken}` : `refused pttl=${reply.pttl}`;
+
+/**
+ * One instance's connection to the simulated Redis: the memory store (one {@link MemorySpace}
+ * for every instance, as one server) applies each request when the network delivers it, and
+ * the reply, like each notice, comes back through the network. Timeouts, and the give-back of
+ * an attempt whose answer came too late, are the Redis store's own.
+ */
+export class SimStore implements LockStore {
+  readonly capabilities: LockStoreCapabilities;
+  private readonly server: MemoryLockStore;
+  private readonly command: TimedCommand;
+  /** The instance's listeners per key, as the client library keeps them. */
+  private readonly listeners = new Map<string, Set<(event: LockEvent) => void>>();
+  private readonly subscribing = new Map<string, Promise<unknown>>();
+  /** At the store: this connection's subscription to each key. */
+  private readonly subscribed = new Map<string, () => void>();
+
+  constructor(
+    private readonly network: Network,
+    private readonly link: Link,
+    space: MemorySpace,
+    options: { fair: boolean; keyPrefix: string; commandTimeout: number },
+    private readonly names: Names,
+    private readonly granted: GrantSeen,
+  ) {
+    this.server = new MemoryLockStore(options.fair, space, options.keyPrefix);
+    this.capabilities = { ...this.server.capabilities, backend: 'the simulated store' };
+    this.command = timedCommand(options.commandTimeout, options.keyPrefix, 'the store');
+  }
+
+  async acquire(
+    key: string,
+    token: string,
+    ttl: number,
+    queue: boolean,
+    inUse: () => boolean,
+  ): Promise<AcquireAttempt> {
+    const what = `acquire ${key} ${this.names.of(token)} ttl=${ttl}${queue ? ' queue' : ''}`;
+    const reply = this.call(
+      key,
+      what,
+      async () => {
+        const reply = await this.server.acquire(key, token, ttl, queue);
+        if (reply.acquired) this.granted(key, token, reply.fencingToken);
+        return reply;
+      },
+      attempt,
+    );
+    try {
+      return await reply;
+    } catch (error) {
+      void reply.late.then(
+        () => (inUse() ? undefined : this.release(key, token).catch(() => undefined)),
+        () => undefined,
+      );
+      throw error;
+    }
+  }
+
+  release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
+    const heir = successor ? ` to ${this.names.of(successor)}` : '';
+    const what = `release ${key} ${this.names.of(token)}${heir}`;
+    const apply = async () => {
+      const outcome = await this.server.release(key, token, successor);
+      const fence = outcome.successorFencingToken;
+      if (fence !== undefined) this.granted(key, successor, fence);
+      return outcome;
+    };
+    return this.call(key, what, apply, (outcome) =>
+      outcome.released ? `released ${outcome.successorFencingToken ?? ''}` : 'not held',
+    );
+  }
+
+  keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
+    const what = `keep ${key} ${tokens.map((token) => this.names.of(token)).join(',')}`;
+    return this.call(
+      key,
+      what,
+      () => this.server.keepPlaces(key, tokens),
+      () => 'ok',
+    );
+  }
+
+  renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
+    const named = entries.map(({ key, token, ttl }) => `${key}:${this.names.of(token)}:${ttl}`);
+    const key = entries[0]?.key ?? '';
+    const apply = () => this.server.renew(entries);
+    return this.call(key, `renew ${named.join(' ')}`, apply, (renewed) => renewed.join(','));
+  }
+
+  transfer(
+    key: string,
+    token: string,
+    newToken: string,
+    ttl: number,
+    fencingToken: number,
+  ): Promise<TransferOutcome> {
+    const what = `transfer ${key} ${this.names.of(token)} → ${this.names.of(newToken)}`;
+    const apply = () => this.server.transfer(key, token, newToken, ttl, fencingToken);
+    return this.call(key, what, apply, String);
+  }
+
+  isLocked(key: string): Promise<boolean> {
+    return this.call(key, `isLocked ${key}`, () => this.server.isLocked(key), String);
+  }
+
+  inspect(key: string): Promise<StoredLock> {
+    const told = (stored: StoredLock) => `${stored.holders.length} held`;
+    return this.call(key, `inspect ${key}`, () => this.server.inspect(key), told);
+  }
+
+  forceRelease(key: string): Promise<number> {
+    return this.call(key, `forceRelease ${key}`, () => this.server.forceRelease(key), String);
+  }
+
+  ping(): Promise<Record<string, unknown>> {
+    return this.call(
+      '',
+      'ping',
+      () => this.server.ping(),
+      () => 'pong',
+    );
+  }
+
+  writeFenced(
+    resource: string,
+    guard: string,
+    value: string,
+    fencingToken: number,
+    ttl: number,
+  ): Promise<FencedWriteOutcome> {
+    const apply = () => this.server.writeFenced(resource, guard, value, fencingToken, ttl);
+    const told = (outcome: FencedWriteOutcome) => (outcome.written ? 'written' : 'refused');
+    return this.call(resource, `writeFenced ${resource} ${fencingToken}`, apply, told);
+  }
+
+  /**
+   * Subscribes as the Redis store does: one subscription per key on the connection, which the
+   * store keeps once however often it is asked (Redis's SUBSCRIBE), shared by the listeners of
+   * the instance; the last one to leave unsubscribes, and so does one whose subscription got
+   * no answer in time. Each notice crosses the network, to the listeners of its arrival.
+   */
+  async subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
+    let listeners = this.listeners.get(key);
+    if (!listeners) {
+      this.listeners.set(key, (listeners = new Set()));
+      const apply = async () => {
+        if (!this.subscribed.has(key)) {
+          this.subscribed.set(key, await this.server.subscribe(key, (e) => this.hear(key, e)));
+        }
+      };
+      const ready = this.network.roundTrip(this.link, `subscribe ${key}`, apply, () => 'ok');
+      this.subscribing.set(key, ready);
+      void ready.finally(() => this.subscribing.delete(key)).catch(() => undefined);
+    }
+    const current = listeners.add(onEvent);
+    const unsubscribe = () => {
+      if (!current.delete(onEvent) || current.size > 0) return;
+      this.listeners.delete(key);
+      const apply = async () => {
+        this.subscribed.get(key)?.();
+        this.subscribed.delete(key);
+      };
+      void this.network.roundTrip(this.link, `unsubscribe ${key}`, apply, () => 'ok');
+    };
+    try {
+      await this.command(key, 'subscribe', () => this.subscribing.get(key) ?? Promise.resolve());
+    } catch (error) {
+      unsubscribe();
+      throw error;
+    }
+    return unsubscribe;
+  }
+
+  private hear(key: string, event: LockEvent): void {
+    const what = event.type === 'turn' ? `turn ${key} ${this.names.of(event.token)}` : '';
+    this.network.notify(this.link, what || `released ${key}`, () => {
+      for (const listener of [...(this.listeners.get(key) ?? [])]) listener(event);
+    });
+  }
+
+  /** Closes the connection: the client waits for nothing, and the server sees it go later. */
+  async close(): Promise<void> {
+    void this.network
+      .roundTrip(
+        this.link,
+        'close',
+        () => this.server.close(),
+        () => 'ok',
+      )
+      .catch(() => undefined);
+  }
+
+  /** The instance is killed: the server drops its connection, and its subscriptions with it. */
+  dropConnection(): void {
+    this.network.disconnect(this.link, () => void this.server.close());
+  }
+
+  private call<T>(
+    key: string,
+    what: string,
+    apply: () => Promise<T>,
+    told: (reply: T) => string,
+  ): Promise<T> & { late: Promise<T> } {
+    return this.command(key, what.split(' ')[0], () =>
+      this.network.roundTrip(this.link, what, apply, told),
+    );
+  }
+}

@@ -1,0 +1,134 @@
+import { LockError } from '../../src/lock.errors.js';
+import type { Lock } from '../../src/lock.js';
+import type { AcquireOptions } from '../../src/options/lock-options.interface.js';
+import type { Call, Checker, Holding, KeyKind } from './checker.js';
+import type { Instance } from './instance.js';
+import { ELECTION } from './leader.js';
+import type { Random } from './random.js';
+import type { World } from './world.js';
+
+/** Why a caller gives up waiting, when the workload aborts it. */
+class CallerAbort extends Error {
+  override name = 'CallerAbort';
+}
+
+/** One simulated caller: a few calls, one after the other, on the seed's keys. */
+export class Caller {
+  done = false;
+
+  constructor(
+    readonly name: string,
+    readonly instance: Instance,
+    private readonly world: World,
+    private readonly random: Random,
+    private readonly kinds: ReadonlyMap<string, KeyKind>,
+    private readonly checker: Checker,
+  ) {}
+
+  /** Runs its calls (in its instance's context), then marks itself done. */
+  start(calls: number): void {
+    void this.world.within(this.instance, async () => {
+      for (let i = 0; i < calls && !this.instance.shutdown; i++) {
+        await this.sleep(this.random.int(0, 400));
+        await this.one();
+      }
+      this.done = true;
+      this.world.log(`done   ${this.name}`);
+    });
+  }
+
+  private async one(): Promise<void> {
+    const key = this.random.pick([...this.kinds.keys()].filter((name) => name !== ELECTION));
+    const options = this.options(key);
+    const style = this.random.pick(['using', 'using', 'acquire', 'try'] as const);
+    const call: Call = {
+      caller: this.name,
+      place: this.instance,
+      key,
+      startedAt: this.world.now(),
+      waitTimeout: style === 'try' ? 0 : (options.waitTimeout ?? 0),
+    };
+    this.checker.calls.push(call);
+    const shown = Object.entries(options).map(([name, value]) =>
+      name === 'signal' ? 'abortable' : `${name}=${String(value)}`,
+    );
+    this.world.log(`call   ${this.name} ${style} ${key} ${shown.join(' ')}`);
+    try {
+      if (style === 'using') {
+        await this.instance.locks.using(key, (lock) => this.work(call, lock, options), options);
+      } else {
+        const lock =
+          style === 'acquire'
+            ? await this.instance.locks.acquire(key, options)
+            : await this.instance.locks.tryAcquire(key, options);
+        if (lock) await this.work(call, lock, options, true);
+        else this.settle(call, 'busy');
+      }
+    } catch (error) {
+      if (call.settledAt === undefined) this.settle(call, (error as Error).name);
+      else this.world.log(`ended  ${this.name} ${key} ${(error as Error).name}`);
+      if (!(error instanceof LockError || error instanceof CallerAbort)) {
+        this.checker.fail('unexpected error', `${this.name}: ${String(error)}`);
+      }
+    }
+  }
+
+  private options(key: string): AcquireOptions {
+    const kind = this.kinds.get(key)!;
+    const options: AcquireOptions = {
+      ttl: this.random.int(50, 1_000),
+      waitTimeout: this.random.pick([0, this.random.int(1, 500), this.random.int(500, 3_000)]),
+    };
+    if (kind.type === 'semaphore') {
+      options.limit = kind.limit;
+      options.permits = this.random.int(1, kind.limit);
+    }
+    if (kind.type === 'rw') options.mode = this.random.pick(['read', 'write'] as const);
+    if (this.random.chance(0.15)) {
+      const abort = new AbortController();
+      const ms = this.random.int(0, 1_500);
+      setTimeout(() => abort.abort(new CallerAbort('aborted')), ms);
+      options.signal = abort.signal;
+    }
+    if (this.random.chance(0.15)) options.watchdog = false;
+    return options;
+  }
+
+  /** Holds the lock for a while (extending it, maybe), then lets it go. */
+  private async work(call: Call, lock: Lock, options: AcquireOptions, release = false) {
+    this.settle(call, `got fence=${lock.fencingToken}`);
+    const holding: Holding = {
+      caller: this.name,
+      place: this.instance,
+      key: call.key,
+      lock,
+      permits: options.permits ?? 1,
+      mode: options.mode,
+    };
+    this.checker.held(holding);
+    try {
+      await this.sleep(this.random.int(0, 1_200));
+      if (this.random.chance(0.2)) {
+        const extended = await lock.extend(this.random.int(50, 1_000));
+        this.world.log(`extend ${this.name} ${call.key} ${extended}`);
+        await this.sleep(this.random.int(0, 600));
+      }
+    } finally {
+      this.checker.ended(holding);
+    }
+    this.world.log(`free   ${this.name} ${call.key}`);
+    if (release) {
+      const released = await lock.release();
+      this.world.log(`freed  ${this.name} ${call.key} ${released}`);
+    }
+  }
+
+  private settle(call: Call, outcome: string): void {
+    call.settledAt = this.world.now();
+    this.world.log(`settle ${this.name} ${call.key} ${outcome}`);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}
