@@ -283,9 +283,12 @@ describe('RedLock over 5 masters', () => {
     await expect(b.locks.acquire('busy', { waitTimeout: 2_000 })).rejects.toBeInstanceOf(
       LockNotAcquiredError,
     );
-    // The fallback re-check backs off from 50 ms to 1 s: a handful of attempts in 2 s, each
-    // an acquire and a withdrawal. An attempt woken by its own withdrawal would make thousands.
-    expect((await attempts()) - before).toBeLessThanOrEqual(30);
+    // The fallback re-check backs off from 50 ms to 1 s, jittered down to ¾: at most 8 attempts
+    // in 2 s. The two masters that lost the lock grant it, so each attempt is a split vote, made
+    // again at most 5 times (a vote cannot tell a holder's majority from a split one): at most
+    // 48 rounds, each an acquire and a withdrawal on this master. 20 to 40 are usual; an attempt
+    // woken by its own withdrawal would make thousands.
+    expect((await attempts()) - before).toBeLessThanOrEqual(96);
     await monitor.quit();
     await lock.release();
   });
