@@ -26,6 +26,8 @@ export class TcpProxy {
   #stalling = () => true;
   /** Whether the servers' answers are held (see {@link holdAnswers}). */
   #holdingAnswers = false;
+  /** How many bytes of the next answer get through before its connection ends (see {@link tearNextAnswer}). */
+  #tearAfter = 0;
   #delayMs = 0;
   /**
    * Which connections the delay applies to, by the order in which they were accepted.
@@ -106,6 +108,15 @@ export class TcpProxy {
    */
   holdAnswers() {
     this.#holdingAnswers = true;
+  }
+
+  /**
+   * Lets only the first `bytes` of the next chunk a server sends reach its client, then ends
+   * that connection: the client is left with part of a frame, as when its peer dies mid-write.
+   * @param {number} bytes
+   */
+  tearNextAnswer(bytes) {
+    this.#tearAfter = bytes;
   }
 
   /** Closes every connection, dropping whatever is held; new connections flow freely. */
@@ -191,6 +202,12 @@ export class TcpProxy {
         SUBSCRIBE_COMMAND.test(chunk.toString('latin1'))
       ) {
         this.#subscribers.add(connection);
+      }
+      if (!fromClient && this.#tearAfter > 0) {
+        to.end(chunk.subarray(0, this.#tearAfter));
+        this.#tearAfter = 0;
+        from.destroy();
+        return;
       }
       const late = this.#delayMs > 0 && this.#delayed(connection);
       if (late) this.delayedChunks++;

@@ -2,6 +2,7 @@ import { Socket } from 'node:net';
 import type { Client, Exception, Stat } from 'node-zookeeper-client';
 import { LockError } from '../../lock.errors.js';
 import { OUTAGE_REPORT_INTERVAL } from '../connection-report.js';
+import { mendFraming } from './client-framing.js';
 import { loadZooKeeperClient } from './zookeeper-client.js';
 
 /** Longest wait for the server to close the session when the store closes, in ms. */
@@ -109,6 +110,11 @@ export class ZooKeeperSession {
       spinDelay: 100,
       retries: 0,
     });
+    mendFraming(client, (error) =>
+      this.unreachable.warn(
+        `ZooKeeper: an answer could not be read (${error instanceof Error ? error.message : String(error)}); reconnecting in the same session`,
+      ),
+    );
     const generation = this.generation;
     client.once('expired', () => {
       if (this.client !== client) return;
