@@ -81,10 +81,14 @@ export class MemoryLockStore implements LockStore {
     const holder = this.space.live(this.space.locks, key);
     const pttl = holder ? Math.ceil(holder.expiresAt - now) : -2;
     // The memory store's clock is the one its fencing tokens come from (see nextFence).
-    const windowLeft = holder && windowLeftOf(holder.value, holder.fence, Date.now() * 1000);
-    return windowLeft === undefined
-      ? { acquired: false, pttl }
-      : { acquired: false, pttl, windowLeft };
+    const nowUs = Date.now() * 1000;
+    const windowLeft = holder && windowLeftOf(holder.value, holder.fence, nowUs);
+    // As in the Redis script: a queued caller learns a bound on every fencing token issued so
+    // far, so that it can date a grant announced to it (see `LockEvent`).
+    const refused = queue
+      ? { acquired: false as const, pttl, lastFence: Math.max(this.space.fence, nowUs) }
+      : { acquired: false as const, pttl };
+    return windowLeft === undefined ? refused : { ...refused, windowLeft };
   }
 
   async release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
@@ -121,9 +125,9 @@ export class MemoryLockStore implements LockStore {
   }
 
   /**
-   * Gives the free lock to the head of the queue, as the Redis scripts' `grant_head` does: to
-   * `successor` at once, with its fencing token; to anybody else, reserved for the handover
-   * lease and announced. `false` when nobody waits.
+   * Gives the free lock to the head of the queue, as the Redis scripts' `grant_head` does, with
+   * a fencing token: to `successor` at once, for its ttl; to anybody else for the handover
+   * lease, announced with the fencing token. `false` when nobody waits.
    */
   private grantHead(key: string, successor: string): boolean | number {
     const head = this.liveHead(key);
@@ -131,11 +135,13 @@ export class MemoryLockStore implements LockStore {
     const { ttl } = this.space.queues.get(key)!.get(head)!;
     this.leaveQueue(key, head);
     if (head === successor) return this.take(key, head, ttl);
+    const fence = this.nextFence();
     this.space.put(this.space.locks, key, {
       value: head,
       expiresAt: monotonicNow() + Math.min(ttl, HANDOVER_LEASE),
+      fence,
     });
-    this.announce(key, { type: 'turn', token: head });
+    this.announce(key, { type: 'turn', token: head, fencingToken: fence });
     return true;
   }
 
