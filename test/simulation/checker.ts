@@ -1,4 +1,5 @@
 import type { Lock } from '../../src/lock.js';
+import type { AcquireAttempt } from '../../src/store/lock-store.interface.js';
 import type { Place, World } from './world.js';
 
 /** The kind of a key, as every caller of the key asks for it. */
@@ -47,6 +48,15 @@ export class Checker {
   /** Per key, the last fencing token the store granted, and the last one a valid holder saw. */
   private readonly storeFences = new Map<string, number>();
   private readonly heldFences = new Map<string, number>();
+  /**
+   * Set for a quiet run in fair mode (see `lineOrder`): how the trace names a token, and the
+   * prefix of the store's keys.
+   */
+  lineOrder?: { name: (token: string) => string; prefix: string };
+  /** Per mutex, the store's line: each waiting token, and when the store queued it. */
+  private readonly lines = new Map<string, Map<string, number>>();
+  /** When the store first applied an attempt of each token. */
+  private readonly firstSeen = new Map<string, number>();
 
   constructor(
     private readonly world: World,
@@ -62,13 +72,50 @@ export class Checker {
     this.world.log(`VIOLATION ${invariant}: ${detail}`);
   }
 
-  /** The store granted `key` with `fencingToken`, at the moment it applied the request. */
-  storeGranted(key: string, fencingToken: number): void {
+  /** The store applied an attempt of `token`'s on `key`, which got `reply`. */
+  storeAttempted(key: string, token: string, queue: boolean, reply: AcquireAttempt): void {
+    if (!this.firstSeen.has(token)) this.firstSeen.set(token, this.world.now());
+    if (reply.acquired) this.storeGranted(key, token, reply.fencingToken);
+    else if (queue) this.lineOf(key)?.set(token, this.lineOf(key)?.get(token) ?? this.world.now());
+  }
+
+  /** The store granted `key` to `token` with `fencingToken`, as it applied the request. */
+  storeGranted(key: string, token: string, fencingToken: number): void {
     const last = this.storeFences.get(key) ?? -Infinity;
     if (fencingToken <= last) {
       this.fail('fencing order', `the store granted ${key} ${fencingToken} after ${last}`);
     }
     this.storeFences.set(key, fencingToken);
+    const line = this.lineOf(key);
+    if (!line || !this.lineOrder) return;
+    line.delete(token);
+    // First come, first served (docs/guarantees.md): a caller in the store's line before
+    // another's first attempt reached it is served first, when nothing went wrong meanwhile.
+    const since = this.firstSeen.get(token) ?? this.world.now();
+    for (const [waiting, joined] of line) {
+      if (joined >= since) continue;
+      const { name } = this.lineOrder;
+      this.fail(
+        'line order',
+        `${name(token)}, which first asked for ${key} at ${since}, got it before ` +
+          `${name(waiting)}, in line since ${joined}`,
+      );
+    }
+  }
+
+  /** `token` released `key` or left its line, or renewed a lock it holds. */
+  storeLeftLine(key: string, token: string): void {
+    this.lines.get(key)?.delete(token);
+  }
+
+  /** The store's line of `key`, when the run checks line order and `key` is a mutex. */
+  private lineOf(key: string): Map<string, number> | undefined {
+    if (!this.lineOrder) return undefined;
+    const kind = this.kinds.get(key.slice(this.lineOrder.prefix.length));
+    if (kind?.type !== 'mutex' || !key.startsWith(this.lineOrder.prefix)) return undefined;
+    let line = this.lines.get(key);
+    if (!line) this.lines.set(key, (line = new Map<string, number>()));
+    return line;
   }
 
   /** A caller's call returned a lock: it holds from now on, while the lock is valid. */

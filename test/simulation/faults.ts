@@ -9,7 +9,8 @@ export interface FaultPlan {
 
 /**
  * Schedules the seed's faults at random moments of the workload: instances stopped (SIGSTOP)
- * or killed, their connections stalled, the store paused, an instance shut down early. At
+ * or killed, their connections stalled, their notices lagging behind their replies, the store
+ * paused, an instance shut down early; none in a quiet run. At
  * least one instance is never killed nor shut down early. An early shutdown that rejects is
  * reported to `failed`.
  */
@@ -17,17 +18,18 @@ export function scheduleFaults(
   instances: readonly Instance[],
   network: Network,
   random: Random,
+  quiet: boolean,
   failed: (detail: string) => void,
 ): FaultPlan {
   const { world } = network;
   let total = 0;
-  const faults = random.int(0, 6);
+  const faults = quiet ? 0 : random.int(0, 6);
   const spared = random.pick(instances);
   for (let i = 0; i < faults; i++) {
     const at = random.int(0, 4_000);
     const ms = random.int(50, 1_500);
     const instance = random.pick(instances);
-    const fault = random.pick(['pause', 'stall', 'store', 'crash', 'shutdown'] as const);
+    const fault = random.pick(['pause', 'stall', 'notices', 'store', 'crash', 'shutdown'] as const);
     total += ms;
     world.after(at, () => {
       if (instance.crashed) return;
@@ -39,6 +41,10 @@ export function scheduleFaults(
         case 'stall':
           world.log(`FAULT  ${instance.name}'s connection stalls for ${ms} ms`);
           instance.stalledUntil = Math.max(instance.stalledUntil, world.now() + ms);
+          return;
+        case 'notices':
+          world.log(`FAULT  ${instance.name}'s notices lag for ${ms} ms`);
+          instance.noticesStalledUntil = Math.max(instance.noticesStalledUntil, world.now() + ms);
           return;
         case 'store':
           world.log(`FAULT  the store pauses for ${ms} ms`);

@@ -5,7 +5,7 @@ import type { ResolvedLockOptions } from '../../src/options/lock-options.interfa
 import { resolveModuleOptions } from '../../src/options/resolve-module-options.js';
 import type { MemorySpace } from '../../src/store/memory/memory-space.js';
 import type { Network } from './network.js';
-import { SimStore, type GrantSeen, type Names } from './sim-store.js';
+import { SimStore, type Names, type StoreSeen } from './sim-store.js';
 import type { Place } from './world.js';
 
 /** The module options every instance of a seed shares. */
@@ -29,6 +29,7 @@ export const KEY_PREFIX = 'sim:';
 export class Instance implements Place {
   pausedUntil = 0;
   stalledUntil = 0;
+  noticesStalledUntil = 0;
   crashed = false;
   readonly clockRate: number;
   readonly clockOffset: number;
@@ -48,7 +49,7 @@ export class Instance implements Place {
     space: MemorySpace,
     options: InstanceOptions,
     names: Names,
-    granted: GrantSeen,
+    seen: StoreSeen,
     clock: { rate: number; offset: number },
   ) {
     this.clockRate = clock.rate;
@@ -61,7 +62,7 @@ export class Instance implements Place {
       space,
       { fair, keyPrefix, commandTimeout },
       names,
-      granted,
+      seen,
     );
     const resolved = (this.options = resolveModuleOptions({
       store: this.store,

@@ -11,6 +11,11 @@ export interface NetworkShape {
   spike: number;
   /** Probability that a notice (release, turn) is lost on its way. */
   noticeLoss: number;
+  /**
+   * Up to how many ms more a notice may take than a reply, one notice in four: the pub/sub
+   * connection lags behind the one that carries the replies.
+   */
+  noticeLag: number;
 }
 
 /**
@@ -58,7 +63,7 @@ export class Network {
       place,
       requests: new Lane(toStore),
       replies: new Lane(toInstance),
-      notices: new Lane(toInstance),
+      notices: new Lane(() => Math.max(toInstance(), place.noticesStalledUntil)),
     };
   }
 
@@ -70,7 +75,7 @@ export class Network {
     const { place } = link;
     return new Promise<T>((resolve, reject) => {
       if (place.crashed) return;
-      this.send(link.requests, () => {
+      this.send(link.requests, 0, () => {
         this.world.log(`store  ${place.name} ${what}`);
         apply().then(
           (reply) => this.answer(link, `${what} → ${told(reply)}`, () => resolve(reply)),
@@ -85,7 +90,7 @@ export class Network {
    * their way have arrived, as a TCP connection's close comes behind its data.
    */
   disconnect(link: Link, drop: () => void): void {
-    this.send(link.requests, () => {
+    this.send(link.requests, 0, () => {
       this.world.log(`store  ${link.place.name} connection dropped`);
       drop();
     });
@@ -98,7 +103,8 @@ export class Network {
       this.world.log(`lost   ${link.place.name} ${what}`);
       return;
     }
-    this.send(link.notices, () => {
+    const lag = this.random.chance(0.25) ? this.random.int(0, this.shape.noticeLag) : 0;
+    this.send(link.notices, lag, () => {
       if (link.place.crashed) return;
       this.world.log(`notice ${link.place.name} ${what}`);
       this.world.within(link.place, deliver);
@@ -106,7 +112,7 @@ export class Network {
   }
 
   private answer(link: Link, what: string, deliver: () => void): void {
-    this.send(link.replies, () => {
+    this.send(link.replies, 0, () => {
       if (link.place.crashed) return;
       this.world.log(`reply  ${link.place.name} ${what}`);
       this.world.within(link.place, deliver);
@@ -119,9 +125,12 @@ export class Network {
     return this.random.chance(spikeChance) ? base + this.random.int(1, spike) : base;
   }
 
-  /** Delivers after a latency, behind the lane's earlier messages, once the lane is open. */
-  private send(lane: Lane, deliver: () => void): void {
-    const at = Math.max(this.world.now() + this.latency(), lane.last);
+  /**
+   * Delivers after a latency (and `lag` ms more), behind the lane's earlier messages, once the
+   * lane is open.
+   */
+  private send(lane: Lane, lag: number, deliver: () => void): void {
+    const at = Math.max(this.world.now() + this.latency() + lag, lane.last);
     lane.last = at;
     lane.queue.push({ at, deliver });
     this.pump(lane);

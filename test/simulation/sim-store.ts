@@ -14,8 +14,15 @@ import type { MemorySpace } from '../../src/store/memory/memory-space.js';
 import { timedCommand, type TimedCommand } from '../../src/store/timed-command.js';
 import type { Link, Network } from './network.js';
 
-/** What the store's side of the simulation tells the checker: each grant, as it makes it. */
-export type GrantSeen = (key: string, token: string, fencingToken: number) => void;
+/** What the store's side of the simulation tells the checker, as the store applies it. */
+export interface StoreSeen {
+  /** The store applied an attempt of `token`'s, which got `reply`; `queue`: it asked to queue. */
+  attempted(key: string, token: string, queue: boolean, reply: AcquireAttempt): void;
+  /** A release gave the lock to `token` at once (a successor of the releaser's process). */
+  granted(key: string, token: string, fencingToken: number): void;
+  /** `token` released the lock, or left the line, or renewed a lock it holds. */
+  leftLine(key: string, token: string): void;
+}
 
 /** Short names for tokens, in the order the run first meets them, so that traces compare. */
 export class Names {
@@ -29,7 +36,9 @@ export class Names {
 }
 
 const attempt = (reply: AcquireAttempt) =>
-  reply.acquired ? `granted ${reply.fencingToken}` : `refused pttl=${reply.pttl}`;
+  reply.acquired
+    ? `granted ${reply.fencingToken}`
+    : `refused pttl=${reply.pttl}${reply.lastFence === undefined ? '' : ` last=${reply.lastFence}`}`;
 
 /**
  * One instance's connection to the simulated Redis: the memory store (one {@link MemorySpace}
@@ -53,7 +62,7 @@ export class SimStore implements LockStore {
     space: MemorySpace,
     options: { fair: boolean; keyPrefix: string; commandTimeout: number },
     private readonly names: Names,
-    private readonly granted: GrantSeen,
+    private readonly seen: StoreSeen,
   ) {
     this.server = new MemoryLockStore(options.fair, space, options.keyPrefix);
     this.capabilities = { ...this.server.capabilities, backend: 'the simulated store' };
@@ -73,7 +82,7 @@ export class SimStore implements LockStore {
       what,
       async () => {
         const reply = await this.server.acquire(key, token, ttl, queue);
-        if (reply.acquired) this.granted(key, token, reply.fencingToken);
+        this.seen.attempted(key, token, queue, reply);
         return reply;
       },
       attempt,
@@ -94,8 +103,9 @@ export class SimStore implements LockStore {
     const what = `release ${key} ${this.names.of(token)}${heir}`;
     const apply = async () => {
       const outcome = await this.server.release(key, token, successor);
+      this.seen.leftLine(key, token);
       const fence = outcome.successorFencingToken;
-      if (fence !== undefined) this.granted(key, successor, fence);
+      if (fence !== undefined) this.seen.granted(key, successor, fence);
       return outcome;
     };
     return this.call(key, what, apply, (outcome) =>
@@ -116,7 +126,11 @@ export class SimStore implements LockStore {
   renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
     const named = entries.map(({ key, token, ttl }) => `${key}:${this.names.of(token)}:${ttl}`);
     const key = entries[0]?.key ?? '';
-    const apply = () => this.server.renew(entries);
+    const apply = async () => {
+      const renewed = await this.server.renew(entries);
+      entries.forEach((entry, i) => renewed[i] && this.seen.leftLine(entry.key, entry.token));
+      return renewed;
+    };
     return this.call(key, `renew ${named.join(' ')}`, apply, (renewed) => renewed.join(','));
   }
 
@@ -205,7 +219,11 @@ export class SimStore implements LockStore {
   }
 
   private hear(key: string, event: LockEvent): void {
-    const what = event.type === 'turn' ? `turn ${key} ${this.names.of(event.token)}` : '';
+    const fence = event.type === 'turn' && event.fencingToken !== undefined;
+    const what =
+      event.type === 'turn'
+        ? `turn ${key} ${this.names.of(event.token)}${fence ? ` ${event.fencingToken}` : ''}`
+        : '';
     this.network.notify(this.link, what || `released ${key}`, () => {
       for (const listener of [...(this.listeners.get(key) ?? [])]) listener(event);
     });

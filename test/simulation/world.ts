@@ -12,6 +12,11 @@ export interface Place {
   pausedUntil: number;
   /** Virtual ms until which its connection to the store carries nothing, either way. */
   stalledUntil: number;
+  /**
+   * Virtual ms until which its notices wait while requests and replies flow: a Redis client's
+   * pub/sub connection is a connection of its own, which can lag behind the other.
+   */
+  noticesStalledUntil: number;
   /** Killed: nothing more runs in it, and nothing more leaves it. */
   crashed: boolean;
   /**
