@@ -1,9 +1,11 @@
 import type { Lock } from '../../src/lock.js';
 import type { AcquireAttempt } from '../../src/store/lock-store.interface.js';
+import type { ThrottleWindows } from './throttle-windows.js';
 import type { Place, World } from './world.js';
 
 /** The kind of a key, as every caller of the key asks for it. */
-export type KeyKind = { type: 'mutex' } | { type: 'semaphore'; limit: number } | { type: 'rw' };
+export type KeyKind =
+  { type: 'mutex'; throttle?: boolean } | { type: 'semaphore'; limit: number } | { type: 'rw' };
 
 /** One caller's hold, from when its call returned the lock until its work ended. */
 export interface Holding {
@@ -53,6 +55,8 @@ export class Checker {
    * prefix of the store's keys.
    */
   lineOrder?: { name: (token: string) => string; prefix: string };
+  /** Set for a quiet run: the throttles' windows, as the store grants keys. */
+  throttles?: ThrottleWindows;
   /** Per mutex, the store's line: each waiting token, and when the store queued it. */
   private readonly lines = new Map<string, Map<string, number>>();
   /** When the store first applied an attempt of each token. */
@@ -86,6 +90,8 @@ export class Checker {
       this.fail('fencing order', `the store granted ${key} ${fencingToken} after ${last}`);
     }
     this.storeFences.set(key, fencingToken);
+    const early = this.throttles?.granted(key, token, this.world.now());
+    if (early) this.fail('throttle window', early);
     const line = this.lineOf(key);
     if (!line || !this.lineOrder) return;
     line.delete(token);
@@ -112,7 +118,10 @@ export class Checker {
   private lineOf(key: string): Map<string, number> | undefined {
     if (!this.lineOrder) return undefined;
     const kind = this.kinds.get(key.slice(this.lineOrder.prefix.length));
-    if (kind?.type !== 'mutex' || !key.startsWith(this.lineOrder.prefix)) return undefined;
+    // A throttle's line waits out windows, and a caller may be early rather than in conflict.
+    if (kind?.type !== 'mutex' || kind.throttle || !key.startsWith(this.lineOrder.prefix)) {
+      return undefined;
+    }
     let line = this.lines.get(key);
     if (!line) this.lines.set(key, (line = new Map<string, number>()));
     return line;
@@ -140,6 +149,7 @@ export class Checker {
       }
       this.heldFences.set(key, lock.fencingToken);
     }
+    this.throttles?.held(lock.token);
     let holders = this.holdings.get(key);
     if (!holders) this.holdings.set(key, (holders = new Set()));
     holders.add(holding);

@@ -7,6 +7,7 @@ import { ELECTION, ELECTION_KEY, stand } from './leader.js';
 import { Network, type NetworkShape } from './network.js';
 import { Random } from './random.js';
 import { Names, type StoreSeen } from './sim-store.js';
+import { ThrottleWindows } from './throttle-windows.js';
 import { Caller } from './workload.js';
 import { World } from './world.js';
 
@@ -72,18 +73,22 @@ async function simulate(
   if (random.chance(0.5)) kinds.set('m1', { type: 'mutex' });
   if (random.chance(0.5)) kinds.set('s0', { type: 'semaphore', limit: random.int(2, 3) });
   if (random.chance(0.5)) kinds.set('rw0', { type: 'rw' });
+  if (random.chance(0.4)) kinds.set('t0', { type: 'mutex', throttle: true });
   const described = { quiet, ...shape, ...options, keys: [...kinds.keys()] };
   world.log(`seed   ${JSON.stringify(described)}`);
 
   const space = new MemorySpace();
   const names = new Names();
   const checker = new Checker(world, kinds);
-  if (quiet && options.fair)
+  if (quiet) checker.throttles = new ThrottleWindows(shape.maxLatency, options.driftFactor);
+  if (quiet && options.fair) {
     checker.lineOrder = { name: (token) => names.of(token), prefix: KEY_PREFIX };
+  }
   const seen: StoreSeen = {
     attempted: (key, token, queue, reply) => checker.storeAttempted(key, token, queue, reply),
     granted: (key, token, fence) => checker.storeGranted(key, token, fence),
     leftLine: (key, token) => checker.storeLeftLine(key, token),
+    released: (key, token) => checker.throttles?.released(key, token),
   };
   for (let i = random.int(2, 4); i > 0; i--) {
     const drift = options.driftFactor * DRIFT_SHARE * (2 * random.next() - 1);

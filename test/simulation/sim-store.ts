@@ -22,6 +22,8 @@ export interface StoreSeen {
   granted(key: string, token: string, fencingToken: number): void;
   /** `token` released the lock, or left the line, or renewed a lock it holds. */
   leftLine(key: string, token: string): void;
+  /** `token` released the lock or left the line: a release applied. */
+  released(key: string, token: string): void;
 }
 
 /** Short names for tokens, in the order the run first meets them, so that traces compare. */
@@ -104,6 +106,7 @@ export class SimStore implements LockStore {
     const apply = async () => {
       const outcome = await this.server.release(key, token, successor);
       this.seen.leftLine(key, token);
+      this.seen.released(key, token);
       const fence = outcome.successorFencingToken;
       if (fence !== undefined) this.seen.granted(key, successor, fence);
       return outcome;

@@ -84,13 +84,18 @@ export class Caller {
       options.permits = this.random.int(1, kind.limit);
     }
     if (kind.type === 'rw') options.mode = this.random.pick(['read', 'write'] as const);
+    if (kind.type === 'mutex' && kind.throttle) {
+      // Long enough that the watchdog keeps it through a quiet run's latencies.
+      options.ttl = this.random.int(300, 1_000);
+      options.holdFor = this.random.int(100, 1_500);
+    }
     if (this.random.chance(0.15)) {
       const abort = new AbortController();
       const ms = this.random.int(0, 1_500);
       setTimeout(() => abort.abort(new CallerAbort('aborted')), ms);
       options.signal = abort.signal;
     }
-    if (this.random.chance(0.15)) options.watchdog = false;
+    if (this.random.chance(0.15) && options.holdFor === undefined) options.watchdog = false;
     return options;
   }
 
