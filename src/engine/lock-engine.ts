@@ -1,10 +1,4 @@
-import { MIN_TTL } from '../lock.constants.js';
-import {
-  LockConnectionError,
-  LockLostError,
-  LockShuttingDownError,
-  messageOf,
-} from '../lock.errors.js';
+import { LockLostError, LockShuttingDownError, messageOf } from '../lock.errors.js';
 import type { LockId } from '../keys/lock-keys.js';
 import type { LockHandle } from '../lock.js';
 import type {
@@ -33,6 +27,7 @@ import { Waiters } from './waiters.js';
 import { Watchdog, type LossKind } from './watchdog.js';
 import { lateRenewals } from './late-renewals.js';
 import { throttledWarning } from './throttled-warning.js';
+import { freeAfterLoss, holdWindow, windowLeft } from './throttle-hold.js';
 
 /**
  * The lock engine: acquisition, waiting, the watchdog, release after work and shutdown, over one
@@ -140,13 +135,10 @@ export class LockEngine implements LockOwner {
 
   /** {@link releaseLock} once the lock is marked released. */
   private async release(lock: HeldLock, keepWindow: boolean): Promise<boolean> {
-    const keepFor =
-      lock.holdFor === undefined || !keepWindow
-        ? 0
-        : Math.ceil(lock.acquiredAt + lock.holdFor - monotonicNow());
+    const keepFor = keepWindow ? windowLeft(lock) : 0;
     let released: boolean;
     const releasing = this.releases.track(
-      keepFor >= MIN_TTL ? this.keep(lock, keepFor) : this.delete(lock),
+      keepFor > 0 ? holdWindow(this.store, lock, keepFor) : this.delete(lock),
     );
     try {
       released = await releasing;
@@ -159,7 +151,7 @@ export class LockEngine implements LockOwner {
         const reason = `its release got no answer (${messageOf(error)}): the store may have let it go`;
         lock.markReleaseUnanswered(reason);
       }
-      if (keepFor < MIN_TTL) this.store.release(lock.key, lock.token).catch(() => undefined);
+      if (keepFor === 0) this.store.release(lock.key, lock.token).catch(() => undefined);
       throw error;
     }
     if (!released) lock.markLostAtRelease('it had expired or been taken before it was released');
@@ -274,27 +266,10 @@ export class LockEngine implements LockOwner {
     return released;
   }
 
-  /**
-   * Throttle mode (`holdFor`): leaves the lock in the store for `ms` more, so that it ends
-   * `holdFor` ms after it was taken (counted from when the request that granted it was sent);
-   * `false` if it was no longer ours.
-   */
-  private async keep(lock: HeldLock, ms: number): Promise<boolean> {
-    const { store } = this;
-    if (store.holdWindow) return store.holdWindow(lock.key, lock.token, ms);
-    const [kept] = await this.store.renew([
-      { key: lock.key, token: lock.token, ttl: ms, fencingToken: lock.fencingToken },
-    ]);
-    if (kept === undefined) throw new LockConnectionError(lock.name, 'the hold was not decided');
-    return kept;
-  }
-
   private onLost(lock: HeldLock, reason: string, kind: LossKind): void {
     if (!lock.markLost(reason) || kind === 'expired') return;
     this.warn(new LockLostError(lock.name, reason).message);
-    if (kind === 'timeout') {
-      // The store may still hold it for us (only the replies were late): free it for others.
-      this.store.release(lock.key, lock.token).catch(() => undefined);
-    }
+    // The store may still hold it for us (only the replies were late): free it for others.
+    if (kind === 'timeout') freeAfterLoss(this.store, lock);
   }
 }

@@ -99,6 +99,21 @@ describe('latency on the path to Redis', () => {
     await next.release();
   });
 
+  it("keeps a throttle's window when its renewals go unanswered and the holder stops counting on it", async () => {
+    await connected();
+    const lock = await app.locks.acquire('window', { ttl: 600, holdFor: 20_000 });
+    // The renewals reach Redis, their answers do not: the holder loses the lock by its clock
+    // while Redis still holds it for it. Freeing it then may not end the window early.
+    proxy.holdAnswers();
+    expect(await aborted(lock)).toBeInstanceOf(LockLostError);
+    const reachedRedis = async () => (await redis.pttl(lock.key)) > 2_000;
+    await until(reachedRedis, 5_000);
+    expect(holderIn(await redis.get(lock.key))).toBe(lock.token);
+    const early = await direct.locks.tryAcquire('window').catch((error: unknown) => error);
+    expect(early).toBeNull();
+    proxy.cut();
+  });
+
   it('fails an acquisition whose answer comes after its TTL instead of handing out a stale lock', async () => {
     await connected();
     // 60 ms each way: Redis grants a 50 ms lock, which has expired by the time the answer is in.
