@@ -15,6 +15,8 @@ export interface Holding {
   readonly lock: Lock;
   readonly permits: number;
   readonly mode?: 'read' | 'write';
+  /** Taken over from a holder that handed it off: it keeps that holder's fencing token. */
+  readonly adopted?: boolean;
 }
 
 /** One call that may wait: when it started, and when it got its lock or failed. */
@@ -141,7 +143,7 @@ export class Checker {
     }
     if (this.kinds.get(key)?.type === 'mutex' && valid) {
       const last = this.heldFences.get(key) ?? -Infinity;
-      if (lock.fencingToken <= last) {
+      if (lock.fencingToken < last || (lock.fencingToken === last && !holding.adopted)) {
         this.fail(
           'fencing order',
           `${caller} holds ${key} with ${lock.fencingToken} after ${last}`,

@@ -66,3 +66,31 @@ export function scheduleFaults(
   }
   return { total };
 }
+
+/**
+ * Faults aimed at a moment rather than drawn at random: an extend's request has left, and the
+ * instance's connection stalls, so that the store applies it and the answer comes late (a
+ * shorter TTL must count from the request). Not in a quiet run. Each adds its length to the
+ * checker's slack, as the drawn faults do.
+ */
+export class Nemesis {
+  constructor(
+    private readonly network: Network,
+    private readonly random: Random | undefined,
+    private readonly slack: (ms: number) => void,
+  ) {}
+
+  extending(instance: Instance): void {
+    const { random } = this;
+    if (!random?.chance(0.3) || instance.crashed) return;
+    const { world } = this.network;
+    const ms = random.int(20, 800);
+    // Once the request is on its way: the stall holds the answer, and what follows it.
+    world.after(1, () => {
+      if (instance.crashed) return;
+      world.log(`FAULT  ${instance.name}'s connection stalls for ${ms} ms, after an extend`);
+      instance.stalledUntil = Math.max(instance.stalledUntil, world.now() + ms);
+      this.slack(ms);
+    });
+  }
+}

@@ -31,6 +31,8 @@ export class Instance implements Place {
   stalledUntil = 0;
   noticesStalledUntil = 0;
   crashed = false;
+  /** Locks handed to it that it is adopting or holding (see the workload's `handOff`). */
+  adopting = 0;
   readonly clockRate: number;
   readonly clockOffset: number;
   readonly deferred: (() => void)[] = [];

@@ -1,14 +1,14 @@
 import { QUEUE_LEASE } from '../../src/store/lock-store.interface.js';
 import { MemorySpace } from '../../src/store/memory/memory-space.js';
 import { Checker, type KeyKind, type Violation } from './checker.js';
-import { scheduleFaults } from './faults.js';
+import { Nemesis, scheduleFaults } from './faults.js';
 import { Instance, KEY_PREFIX, type InstanceOptions } from './instance.js';
 import { ELECTION, ELECTION_KEY, stand } from './leader.js';
 import { Network, type NetworkShape } from './network.js';
 import { Random } from './random.js';
 import { Names, type StoreSeen } from './sim-store.js';
 import { ThrottleWindows } from './throttle-windows.js';
-import { Caller } from './workload.js';
+import { Caller, type CallerRun } from './workload.js';
 import { World } from './world.js';
 
 /** What one seed did. */
@@ -108,18 +108,32 @@ async function simulate(
       instance.elections = stand(instance, world, random.fork(), checker);
     }
   }
+  const nemesis = new Nemesis(network, quiet ? undefined : random.fork(), (ms) => {
+    checker.slack += ms;
+  });
+  const run: CallerRun = {
+    world,
+    kinds,
+    checker,
+    peers: instances,
+    extending: (instance) => nemesis.extending(instance),
+  };
   const callers: Caller[] = [];
   for (const instance of instances) {
     for (let c = random.int(1, 3); c > 0; c--) {
       const name = `${instance.name}.c${callers.length}`;
-      callers.push(new Caller(name, instance, world, random.fork(), kinds, checker));
+      callers.push(new Caller(name, instance, random.fork(), run));
     }
   }
   for (const caller of callers) caller.start(random.int(1, 8));
 
   const live = () => instances.filter((instance) => !instance.crashed);
-  await runUntil(world, checker, () =>
-    callers.every((caller) => caller.done || caller.instance.crashed),
+  await runUntil(
+    world,
+    checker,
+    () =>
+      callers.every((caller) => caller.done || caller.instance.crashed) &&
+      instances.every((instance) => instance.adopting === 0 || instance.crashed),
   );
   if (checker.violation) return checker.violation;
   // Nobody waits any more: once what is on its way has arrived, and the subscriptions kept

@@ -12,18 +12,34 @@ class CallerAbort extends Error {
   override name = 'CallerAbort';
 }
 
+/** What the callers of a run share. */
+export interface CallerRun {
+  readonly world: World;
+  readonly kinds: ReadonlyMap<string, KeyKind>;
+  readonly checker: Checker;
+  /** The run's instances, to hand a lock off to. */
+  readonly peers: readonly Instance[];
+  /** Told of an extend as its request leaves (see `Nemesis`). */
+  readonly extending: (instance: Instance) => void;
+}
+
 /** One simulated caller: a few calls, one after the other, on the seed's keys. */
 export class Caller {
   done = false;
 
+  private readonly world: World;
+  private readonly kinds: ReadonlyMap<string, KeyKind>;
+  private readonly checker: Checker;
+  private readonly peers: readonly Instance[];
+
   constructor(
     readonly name: string,
     readonly instance: Instance,
-    private readonly world: World,
     private readonly random: Random,
-    private readonly kinds: ReadonlyMap<string, KeyKind>,
-    private readonly checker: Checker,
-  ) {}
+    private readonly run: CallerRun,
+  ) {
+    ({ world: this.world, kinds: this.kinds, checker: this.checker, peers: this.peers } = run);
+  }
 
   /** Runs its calls (in its instance's context), then marks itself done. */
   start(calls: number): void {
@@ -113,8 +129,15 @@ export class Caller {
     this.checker.held(holding);
     try {
       await this.sleep(this.random.int(0, 1_200));
-      if (this.random.chance(0.2)) {
-        const extended = await lock.extend(this.random.int(50, 1_000));
+      if (this.random.chance(0.3)) {
+        // Half of the extends shorten the lock: its validity must shrink as the request leaves.
+        const half = Math.max(30, Math.floor((options.ttl ?? 300) / 2));
+        const ttl = this.random.chance(0.5)
+          ? this.random.int(30, half)
+          : this.random.int(50, 1_000);
+        const extending = lock.extend(ttl);
+        this.run.extending(this.instance);
+        const extended = await extending;
         this.world.log(`extend ${this.name} ${call.key} ${extended}`);
         await this.sleep(this.random.int(0, 600));
       }
@@ -122,10 +145,50 @@ export class Caller {
       this.checker.ended(holding);
     }
     this.world.log(`free   ${this.name} ${call.key}`);
-    if (release) {
-      const released = await lock.release();
-      this.world.log(`freed  ${this.name} ${call.key} ${released}`);
+    if (!release) return;
+    const kind = this.kinds.get(call.key);
+    const peers = this.peers.filter((peer) => peer !== this.instance && !peer.crashed);
+    const to = this.random.pick(peers.filter((peer) => !peer.shutdown));
+    if (kind?.type === 'mutex' && !kind.throttle && to && this.random.chance(0.3)) {
+      await this.handOff(call.key, lock, to);
+      return;
     }
+    const released = await lock.release();
+    this.world.log(`freed  ${this.name} ${call.key} ${released}`);
+  }
+
+  /**
+   * Hands the lock off to another instance, which adopts it, holds it a while and releases
+   * it, as a job queue's worker would take over a job begun elsewhere. The adopter goes on by
+   * itself (it counts in its instance's `adopting` until it is done): should it be killed
+   * meanwhile, this caller does not wait for it.
+   */
+  private async handOff(key: string, lock: Lock, to: Instance): Promise<void> {
+    const handle = await lock.handOff();
+    this.world.log(`handed ${this.name} ${key} to ${to.name}`);
+    const caller = `${this.name}>${to.name}`;
+    to.adopting++;
+    void this.world.within(to, async () => {
+      try {
+        const adopted = await to.locks.adopt(handle);
+        this.world.log(`adopt  ${caller} ${key} fence=${adopted.fencingToken}`);
+        const holding = { caller, place: to, key, lock: adopted, permits: 1, adopted: true };
+        this.checker.held(holding);
+        try {
+          await this.sleep(this.random.int(0, 600));
+        } finally {
+          this.checker.ended(holding);
+        }
+        this.world.log(`freed  ${caller} ${key} ${await adopted.release()}`);
+      } catch (error) {
+        this.world.log(`ended  ${caller} ${key} ${(error as Error).name}`);
+        if (!(error instanceof LockError)) {
+          this.checker.fail('unexpected error', `${caller}: ${String(error)}`);
+        }
+      } finally {
+        to.adopting--;
+      }
+    });
   }
 
   private settle(call: Call, outcome: string): void {
