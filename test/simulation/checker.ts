@@ -56,7 +56,7 @@ export class Checker {
    * Set for a quiet run in fair mode (see `lineOrder`): how the trace names a token, and the
    * prefix of the store's keys.
    */
-  lineOrder?: { name: (token: string) => string; prefix: string };
+  lineOrder?: { name: (token: string) => string; prefix: string; minTtl: number };
   /** Set for a quiet run: the throttles' windows, as the store grants keys. */
   throttles?: ThrottleWindows;
   /** Per mutex, the store's line: each waiting token, and when the store queued it. */
@@ -79,10 +79,17 @@ export class Checker {
   }
 
   /** The store applied an attempt of `token`'s on `key`, which got `reply`. */
-  storeAttempted(key: string, token: string, queue: boolean, reply: AcquireAttempt): void {
+  storeAttempted(
+    key: string,
+    token: string,
+    reply: AcquireAttempt,
+    asked: { ttl: number; queue: boolean },
+  ): void {
     if (!this.firstSeen.has(token)) this.firstSeen.set(token, this.world.now());
     if (reply.acquired) this.storeGranted(key, token, reply.fencingToken);
-    else if (queue) this.lineOf(key)?.set(token, this.lineOf(key)?.get(token) ?? this.world.now());
+    else if (asked.queue && asked.ttl >= (this.lineOrder?.minTtl ?? Infinity)) {
+      this.lineOf(key)?.set(token, this.lineOf(key)?.get(token) ?? this.world.now());
+    }
   }
 
   /** The store granted `key` to `token` with `fencingToken`, as it applied the request. */

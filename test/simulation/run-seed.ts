@@ -82,10 +82,14 @@ async function simulate(
   const checker = new Checker(world, kinds);
   if (quiet) checker.throttles = new ThrottleWindows(shape.maxLatency, options.driftFactor);
   if (quiet && options.fair) {
-    checker.lineOrder = { name: (token) => names.of(token), prefix: KEY_PREFIX };
+    // A turn is reserved for at most the waiter's TTL: one shorter than the notice's way to it
+    // and its attempt's way back lapses before the waiter can take it up.
+    const name = (token: string) => names.of(token);
+    const minTtl = 2 * shape.maxLatency + 10;
+    checker.lineOrder = { name, prefix: KEY_PREFIX, minTtl };
   }
   const seen: StoreSeen = {
-    attempted: (key, token, queue, reply) => checker.storeAttempted(key, token, queue, reply),
+    attempted: (key, token, reply, asked) => checker.storeAttempted(key, token, reply, asked),
     granted: (key, token, fence) => checker.storeGranted(key, token, fence),
     leftLine: (key, token) => checker.storeLeftLine(key, token),
     released: (key, token) => checker.throttles?.released(key, token),

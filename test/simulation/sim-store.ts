@@ -16,8 +16,13 @@ import type { Link, Network } from './network.js';
 
 /** What the store's side of the simulation tells the checker, as the store applies it. */
 export interface StoreSeen {
-  /** The store applied an attempt of `token`'s, which got `reply`; `queue`: it asked to queue. */
-  attempted(key: string, token: string, queue: boolean, reply: AcquireAttempt): void;
+  /** The store applied an attempt of `token`'s, asked for with `ttl` (and to queue), which got `reply`. */
+  attempted(
+    key: string,
+    token: string,
+    reply: AcquireAttempt,
+    asked: { ttl: number; queue: boolean },
+  ): void;
   /** A release gave the lock to `token` at once (a successor of the releaser's process). */
   granted(key: string, token: string, fencingToken: number): void;
   /** `token` released the lock, or left the line, or renewed a lock it holds. */
@@ -84,7 +89,7 @@ export class SimStore implements LockStore {
       what,
       async () => {
         const reply = await this.server.acquire(key, token, ttl, queue);
-        this.seen.attempted(key, token, queue, reply);
+        this.seen.attempted(key, token, reply, { ttl, queue });
         return reply;
       },
       attempt,

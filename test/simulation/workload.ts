@@ -1,8 +1,8 @@
 import { LockError } from '../../src/lock.errors.js';
-import type { Lock } from '../../src/lock.js';
+import type { Lock, MultiLock } from '../../src/lock.js';
 import type { AcquireOptions } from '../../src/options/lock-options.interface.js';
 import type { Call, Checker, Holding, KeyKind } from './checker.js';
-import type { Instance } from './instance.js';
+import { KEY_PREFIX, type Instance } from './instance.js';
 import { ELECTION } from './leader.js';
 import type { Random } from './random.js';
 import type { World } from './world.js';
@@ -57,10 +57,14 @@ export class Caller {
     const key = this.random.pick([...this.kinds.keys()].filter((name) => name !== ELECTION));
     const options = this.options(key);
     const style = this.random.pick(['using', 'using', 'acquire', 'try'] as const);
+    // Sometimes two mutexes at once, all or none (in the order of their keys, whatever this).
+    const other = this.random.pick([...this.kinds.keys()].filter((name) => this.plain(name)));
+    const keys =
+      this.plain(key) && other !== key && this.random.chance(0.25) ? [other, key] : [key];
     const call: Call = {
       caller: this.name,
       place: this.instance,
-      key,
+      key: keys.join('+'),
       startedAt: this.world.now(),
       waitTimeout: style === 'try' ? 0 : (options.waitTimeout ?? 0),
     };
@@ -68,25 +72,32 @@ export class Caller {
     const shown = Object.entries(options).map(([name, value]) =>
       name === 'signal' ? 'abortable' : `${name}=${String(value)}`,
     );
-    this.world.log(`call   ${this.name} ${style} ${key} ${shown.join(' ')}`);
+    this.world.log(`call   ${this.name} ${style} ${call.key} ${shown.join(' ')}`);
+    const { locks } = this.instance;
     try {
       if (style === 'using') {
-        await this.instance.locks.using(key, (lock) => this.work(call, lock, options), options);
+        await locks.using(keys, (lock) => this.work(call, lock, options), options);
       } else {
         const lock =
           style === 'acquire'
-            ? await this.instance.locks.acquire(key, options)
-            : await this.instance.locks.tryAcquire(key, options);
+            ? await locks.acquire(keys, options)
+            : await locks.tryAcquire(keys, options);
         if (lock) await this.work(call, lock, options, true);
         else this.settle(call, 'busy');
       }
     } catch (error) {
       if (call.settledAt === undefined) this.settle(call, (error as Error).name);
-      else this.world.log(`ended  ${this.name} ${key} ${(error as Error).name}`);
+      else this.world.log(`ended  ${this.name} ${call.key} ${(error as Error).name}`);
       if (!(error instanceof LockError || error instanceof CallerAbort)) {
         this.checker.fail('unexpected error', `${this.name}: ${String(error)}`);
       }
     }
+  }
+
+  /** Whether `name` is a mutex without a throttle. */
+  private plain(name: string): boolean {
+    const kind = this.kinds.get(name);
+    return kind?.type === 'mutex' && !kind.throttle && name !== ELECTION;
   }
 
   private options(key: string): AcquireOptions {
@@ -118,15 +129,17 @@ export class Caller {
   /** Holds the lock for a while (extending it, maybe), then lets it go. */
   private async work(call: Call, lock: Lock, options: AcquireOptions, release = false) {
     this.settle(call, `got fence=${lock.fencingToken}`);
-    const holding: Holding = {
+    // Several keys: a holding of each, by its own lock.
+    const parts = 'locks' in lock ? (lock as MultiLock).locks : [lock];
+    const holdings = parts.map((part): Holding => ({
       caller: this.name,
       place: this.instance,
-      key: call.key,
-      lock,
+      key: parts.length > 1 ? part.key.slice(KEY_PREFIX.length) : call.key,
+      lock: part,
       permits: options.permits ?? 1,
       mode: options.mode,
-    };
-    this.checker.held(holding);
+    }));
+    for (const holding of holdings) this.checker.held(holding);
     try {
       await this.sleep(this.random.int(0, 1_200));
       if (this.random.chance(0.3)) {
@@ -142,7 +155,7 @@ export class Caller {
         await this.sleep(this.random.int(0, 600));
       }
     } finally {
-      this.checker.ended(holding);
+      for (const holding of holdings) this.checker.ended(holding);
     }
     this.world.log(`free   ${this.name} ${call.key}`);
     if (!release) return;
