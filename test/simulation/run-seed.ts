@@ -1,5 +1,5 @@
 import { QUEUE_LEASE } from '../../src/store/lock-store.interface.js';
-import { MemorySpace } from '../../src/store/memory/memory-space.js';
+import { RedisLikeBackend, type Backend } from './backend.js';
 import { Checker, type KeyKind, type Violation } from './checker.js';
 import { scheduleFaults } from './faults.js';
 import { Instance, KEY_PREFIX, type InstanceOptions } from './instance.js';
@@ -9,6 +9,7 @@ import { Random } from './random.js';
 import { Names, type StoreSeen } from './sim-store.js';
 import { Caller } from './workload.js';
 import { World } from './world.js';
+import { ZooKeeperBackend } from './zk-backend.js';
 
 /** What one seed did. */
 export interface SeedResult {
@@ -35,7 +36,9 @@ export async function runSeed(seed: number, record = false): Promise<SeedResult>
   const world = new World(random.fork(), record);
   const instances: Instance[] = [];
   try {
-    const violation = await simulate(world, random, instances);
+    // Drawn apart from the run's other choices, which stay those of a Redis-like seed.
+    const zooKeeper = new Random(Math.imul(seed, 0x9e3779b1) ^ 0x5bd1e995);
+    const violation = await simulate(world, random, instances, zooKeeper);
     return { seed, violation, trace: world.trace, virtualMs: world.now() };
   } finally {
     for (const instance of instances) instance.dispose();
@@ -47,6 +50,7 @@ async function simulate(
   world: World,
   random: Random,
   instances: Instance[],
+  zooKeeper: Random,
 ): Promise<Violation | undefined> {
   // A quiet run has no faults, and no message lost or late by more than a lease's fraction:
   // there, fair mode must also serve its line in order.
@@ -72,10 +76,12 @@ async function simulate(
   if (random.chance(0.5)) kinds.set('m1', { type: 'mutex' });
   if (random.chance(0.5)) kinds.set('s0', { type: 'semaphore', limit: random.int(2, 3) });
   if (random.chance(0.5)) kinds.set('rw0', { type: 'rw' });
-  const described = { quiet, ...shape, ...options, keys: [...kinds.keys()] };
+  // A ZooKeeper-like seed: sequential nodes always serve waiters in order.
+  const sessionTimeout = zooKeeper.chance(0.3) ? zooKeeper.int(3_000, 6_000) : undefined;
+  if (sessionTimeout) options.fair = true;
+  const described = { quiet, ...shape, ...options, keys: [...kinds.keys()], sessionTimeout };
   world.log(`seed   ${JSON.stringify(described)}`);
 
-  const space = new MemorySpace();
   const names = new Names();
   const checker = new Checker(world, kinds);
   if (quiet && options.fair)
@@ -85,11 +91,14 @@ async function simulate(
     granted: (key, token, fence) => checker.storeGranted(key, token, fence),
     leftLine: (key, token) => checker.storeLeftLine(key, token),
   };
+  const backend: Backend = sessionTimeout
+    ? new ZooKeeperBackend(network, names, seen, sessionTimeout)
+    : new RedisLikeBackend(network, names, seen);
   for (let i = random.int(2, 4); i > 0; i--) {
     const drift = options.driftFactor * DRIFT_SHARE * (2 * random.next() - 1);
     const clock = { rate: 1 + drift, offset: random.int(0, 100_000) };
     const name = `i${instances.length}`;
-    instances.push(new Instance(name, network, space, options, names, seen, clock));
+    instances.push(new Instance(name, network, backend, options, clock));
     world.log(`clock  ${name} runs at ${clock.rate.toFixed(5)} from ${clock.offset}`);
   }
   const faults = scheduleFaults(instances, network, random.fork(), quiet, (detail) =>
@@ -121,7 +130,7 @@ async function simulate(
   // for a next waiter have lingered, nobody listens either.
   await world.clock.tickAsync(LINGER + checker.slack);
   checker.check();
-  const listened = [...space.listeners.keys()].filter((key) => key !== ELECTION_KEY);
+  const listened = backend.listened().filter((key) => key !== ELECTION_KEY);
   if (listened.length > 0) {
     const keys = listened.join(', ');
     checker.fail('leftovers', `listened to with nobody waiting: ${keys}`);
@@ -142,7 +151,7 @@ async function simulate(
   if (checker.violation) return checker.violation;
   await world.clock.tickAsync(MAX_TTL + QUEUE_LEASE);
   await runUntil(world, checker, () => world.clock.countTimers() === 0);
-  leftovers(world, checker, space);
+  leftovers(world, checker, backend);
   return checker.violation;
 }
 
@@ -159,18 +168,9 @@ async function runUntil(world: World, checker: Checker, done: () => boolean): Pr
   }
 }
 
-/** Once everything has shut down and every TTL has run out: no timer, listener nor key. */
-function leftovers(world: World, checker: Checker, space: MemorySpace): void {
+/** Once everything has shut down and every TTL has run out: no timer, nothing at the store. */
+function leftovers(world: World, checker: Checker, backend: Backend): void {
   const timers = world.clock.countTimers();
   if (timers > 0) checker.fail('leftovers', `${timers} timers left`);
-  if (space.listeners.size > 0) {
-    checker.fail('leftovers', `listeners left on ${[...space.listeners.keys()].join(', ')}`);
-  }
-  const held = [...space.locks.keys()].filter((key) => space.live(space.locks, key));
-  const queued = [space.queues, space.lines].flatMap((queues) =>
-    [...queues.keys()].filter((key) => space.liveHead(queues, key) !== undefined),
-  );
-  if (held.length + queued.length > 0) {
-    checker.fail('leftovers', `keys left: ${[...held, ...queued].join(', ')}`);
-  }
+  backend.leftovers((detail) => checker.fail('leftovers', detail));
 }
