@@ -92,7 +92,7 @@ async function simulate(
     leftLine: (key, token) => checker.storeLeftLine(key, token),
   };
   const backend: Backend = sessionTimeout
-    ? new ZooKeeperBackend(network, names, seen, sessionTimeout)
+    ? new ZooKeeperBackend(network, names, seen, sessionTimeout, checker)
     : new RedisLikeBackend(network, names, seen);
   for (let i = random.int(2, 4); i > 0; i--) {
     const drift = options.driftFactor * DRIFT_SHARE * (2 * random.next() - 1);

@@ -4,10 +4,12 @@ import { loadZooKeeperClient } from '../../src/store/zookeeper/zookeeper-client.
 import { inLine, tokenOfNode } from '../../src/store/zookeeper/zookeeper-paths.js';
 import { ZooKeeperLockStore } from '../../src/store/zookeeper/zookeeper.store.js';
 import type { Backend, Connection, StoreOptions } from './backend.js';
+import type { Checker } from './checker.js';
 import type { Network } from './network.js';
 import type { Names, StoreSeen } from './sim-store.js';
 import type { Place } from './world.js';
 import { serve, simZooKeeperClient } from './zk-client.js';
+import { ZkLiveness } from './zk-liveness.js';
 import { parentOf, ZkServer, type TreeObserver } from './zk-server.js';
 
 /** The node under which the run's locks live. */
@@ -38,6 +40,7 @@ function injectClient(): void {
  */
 export class ZooKeeperBackend implements Backend {
   readonly server: ZkServer;
+  private readonly liveness: ZkLiveness;
 
   constructor(
     private readonly network: Network,
@@ -45,14 +48,18 @@ export class ZooKeeperBackend implements Backend {
     seen: StoreSeen,
     /** The session timeout every instance asks for. */
     readonly sessionTimeout: number,
+    checker: Checker,
   ) {
     injectClient();
+    const fail = (detail: string) => checker.fail('liveness', detail);
+    const liveness = new ZkLiveness(network.world, names, fail, () => checker.slack);
     const server: ZkServer = new ZkServer(
       network.world,
       () => network.storePausedUntil,
-      lineObserver(() => server, seen),
+      lineObserver(() => server, seen, liveness),
     );
     this.server = server;
+    this.liveness = liveness;
   }
 
   connect(place: Place, options: StoreOptions, warn: (message: string) => void): Connection {
@@ -65,12 +72,8 @@ export class ZooKeeperBackend implements Backend {
     });
     const zookeeper = { connectionString, sessionTimeout: this.sessionTimeout, root: ROOT };
     const { commandTimeout, keyPrefix } = options;
-    const store = new ZooKeeperLockStore({
-      ...zookeeper,
-      commandTimeout,
-      keyPrefix,
-      onError: warn,
-    });
+    const settings = { ...zookeeper, commandTimeout, keyPrefix, onError: warn };
+    const store = new WatchedStore(settings, place, this.liveness);
     // A killed process's connection closes; its session lives on until it times out.
     return { store, given: { zookeeper }, drop: () => undefined };
   }
@@ -101,11 +104,12 @@ export class ZooKeeperBackend implements Backend {
  * joins it (and holds if first), leaves it, and the next one first in line is granted the lock
  * with its node's creation zxid, its fencing token.
  */
-function lineObserver(server: () => ZkServer, seen: StoreSeen): TreeObserver {
+function lineObserver(server: () => ZkServer, seen: StoreSeen, liveness: ZkLiveness): TreeObserver {
   const heads = new Map<string, string | undefined>();
   const contender = (path: string) => {
     const parent = parentOf(path);
     if (parentOf(parent) !== ROOT) return undefined;
+    liveness.changed(server(), parent);
     const token = tokenOfNode(path.slice(parent.length + 1));
     if (kindOfToken(token).type !== 'mutex') return undefined;
     return { parent, key: decodeURIComponent(parent.slice(ROOT.length + 1)), token };
@@ -118,6 +122,7 @@ function lineObserver(server: () => ZkServer, seen: StoreSeen): TreeObserver {
     return head;
   };
   return {
+    heard: () => liveness.check(),
     created(path, node) {
       const { parent, key, token } = contender(path) ?? {};
       if (parent === undefined || key === undefined || token === undefined) return;
@@ -136,4 +141,26 @@ function lineObserver(server: () => ZkServer, seen: StoreSeen): TreeObserver {
       if (head && node) seen.granted(key, tokenOfNode(head), node.czxid);
     },
   };
+}
+
+/** The ZooKeeper store, whose attempts and releases the liveness check hears of. */
+class WatchedStore extends ZooKeeperLockStore {
+  constructor(
+    options: ConstructorParameters<typeof ZooKeeperLockStore>[0],
+    private readonly place: Place,
+    private readonly liveness: ZkLiveness,
+  ) {
+    super(options);
+  }
+
+  override acquire(...args: Parameters<ZooKeeperLockStore['acquire']>) {
+    const token = args[1];
+    this.liveness.attempt(this.place, token, 1);
+    return super.acquire(...args).finally(() => this.liveness.attempt(this.place, token, -1));
+  }
+
+  override release(key: string, token: string) {
+    this.liveness.release(token);
+    return super.release(key, token);
+  }
 }

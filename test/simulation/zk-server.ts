@@ -50,6 +50,8 @@ export interface ServerConnection {
 export interface TreeObserver {
   created(path: string, node: ZNode): void;
   deleted(path: string, node: ZNode): void;
+  /** A request or ping reached the server. */
+  heard(): void;
 }
 
 export interface Session {
@@ -122,6 +124,7 @@ export class ZkServer {
   /** The live session of `connection`, which a request or ping just reached; none once ended. */
   heard(connection: ServerConnection): Session | undefined {
     const session = this.connections.get(connection);
+    this.observer?.heard();
     if (!session || session.ended) return undefined;
     session.lastHeard = this.world.now();
     return session;
