@@ -78,7 +78,7 @@ async function simulate(
   if (random.chance(0.5)) kinds.set('rw0', { type: 'rw' });
   // A ZooKeeper-like seed: sequential nodes always serve waiters in order.
   const sessionTimeout = zooKeeper.chance(0.3) ? zooKeeper.int(3_000, 6_000) : undefined;
-  if (sessionTimeout) options.fair = true;
+  if (sessionTimeout) zooKeeperKeys(options, kinds, zooKeeper);
   const described = { quiet, ...shape, ...options, keys: [...kinds.keys()], sessionTimeout };
   world.log(`seed   ${JSON.stringify(described)}`);
 
@@ -173,4 +173,16 @@ function leftovers(world: World, checker: Checker, backend: Backend): void {
   const timers = world.clock.countTimers();
   if (timers > 0) checker.fail('leftovers', `${timers} timers left`);
   backend.leftovers((detail) => checker.fail('leftovers', detail));
+}
+
+/**
+ * A ZooKeeper-like seed: sequential nodes always serve waiters in order; and a read-write lock
+ * in most, often with the mutex alone beside it, where a writer's departure wakes a process's
+ * readers at once (a turn is announced once there).
+ */
+function zooKeeperKeys(options: InstanceOptions, kinds: Map<string, KeyKind>, random: Random) {
+  options.fair = true;
+  if (!random.chance(0.8)) return;
+  kinds.set('rw0', { type: 'rw' });
+  if (random.chance(0.5)) for (const key of ['m1', 's0']) kinds.delete(key);
 }

@@ -26,7 +26,7 @@ describe('the simulated lock protocol', () => {
 
   it('keeps every invariant on seeds where an extend shortens a lock while another waits', async () => {
     // Each breaks exclusion if a shorter TTL counts only once the store's answer is back.
-    for (const seed of [500, 708, 3466, 4688, 5721]) {
+    for (const seed of [373, 708, 3466, 4688, 5721]) {
       expect([seed, (await runSeed(seed)).violation]).toEqual([seed, undefined]);
     }
   });
