@@ -3,9 +3,9 @@ import type { LeaderElections } from '../../src/leader/leader-elections.js';
 import { LockService } from '../../src/lock.service.js';
 import type { ResolvedLockOptions } from '../../src/options/lock-options.interface.js';
 import { resolveModuleOptions } from '../../src/options/resolve-module-options.js';
-import type { MemorySpace } from '../../src/store/memory/memory-space.js';
+import type { LockStore } from '../../src/store/lock-store.interface.js';
+import type { Backend, Connection } from './backend.js';
 import type { Network } from './network.js';
-import { SimStore, type Names, type StoreSeen } from './sim-store.js';
 import type { Place } from './world.js';
 
 /** The module options every instance of a seed shares. */
@@ -36,7 +36,8 @@ export class Instance implements Place {
   readonly clockRate: number;
   readonly clockOffset: number;
   readonly deferred: (() => void)[] = [];
-  readonly store: SimStore;
+  readonly store: LockStore;
+  private readonly connection: Connection;
   readonly engine: LockEngine;
   readonly locks: LockService;
   readonly options: ResolvedLockOptions;
@@ -48,34 +49,25 @@ export class Instance implements Place {
   constructor(
     readonly name: string,
     network: Network,
-    space: MemorySpace,
+    backend: Backend,
     options: InstanceOptions,
-    names: Names,
-    seen: StoreSeen,
     clock: { rate: number; offset: number },
   ) {
     this.clockRate = clock.rate;
     this.clockOffset = clock.offset;
     const { fair, commandTimeout, ...rest } = options;
     const keyPrefix = KEY_PREFIX;
-    this.store = new SimStore(
-      network,
-      network.link(this),
-      space,
-      { fair, keyPrefix, commandTimeout },
-      names,
-      seen,
-    );
+    const warn = (message: string) => network.world.log(`warn   ${name} ${message.split(':')[0]}`);
+    this.connection = backend.connect(this, { fair, keyPrefix, commandTimeout }, warn);
+    this.store = this.connection.store;
     const resolved = (this.options = resolveModuleOptions({
-      store: this.store,
+      ...this.connection.given,
       keyPrefix,
       commandTimeout,
       instanceId: name,
       ...rest,
     }));
-    this.engine = new LockEngine(resolved, this.store, (message) =>
-      network.world.log(`warn   ${name} ${message.split(':')[0]}`),
-    );
+    this.engine = new LockEngine(resolved, this.store, warn);
     this.locks = new LockService(resolved, this.engine);
   }
 
@@ -105,6 +97,6 @@ export class Instance implements Place {
   /** SIGKILL: nothing more runs here, and the store drops its connection. */
   crash(): void {
     this.crashed = true;
-    this.store.dropConnection();
+    this.connection.drop();
   }
 }

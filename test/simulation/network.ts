@@ -111,10 +111,19 @@ export class Network {
     });
   }
 
-  private answer(link: Link, what: string, deliver: () => void): void {
+  /**
+   * A message that the store sends on its own on the connection that carries the replies (a
+   * ZooKeeper watch event, or the end of a session): it keeps its place among the replies, so
+   * that the instance hears of a change before any reply that reflects a later one.
+   */
+  push(link: Link, what: string, deliver: () => void): void {
+    if (!link.place.crashed) this.answer(link, what, deliver, 'watch ');
+  }
+
+  private answer(link: Link, what: string, deliver: () => void, label = 'reply '): void {
     this.send(link.replies, 0, () => {
       if (link.place.crashed) return;
-      this.world.log(`reply  ${link.place.name} ${what}`);
+      this.world.log(`${label} ${link.place.name} ${what}`);
       this.world.within(link.place, deliver);
     });
   }

@@ -1,5 +1,5 @@
 import { QUEUE_LEASE } from '../../src/store/lock-store.interface.js';
-import { MemorySpace } from '../../src/store/memory/memory-space.js';
+import { RedisLikeBackend, type Backend } from './backend.js';
 import { Checker, type KeyKind, type Violation } from './checker.js';
 import { Nemesis, scheduleFaults } from './faults.js';
 import { Instance, KEY_PREFIX, type InstanceOptions } from './instance.js';
@@ -10,6 +10,7 @@ import { Names, type StoreSeen } from './sim-store.js';
 import { ThrottleWindows } from './throttle-windows.js';
 import { Caller, type CallerRun } from './workload.js';
 import { World } from './world.js';
+import { ZooKeeperBackend } from './zk-backend.js';
 
 /** What one seed did. */
 export interface SeedResult {
@@ -36,7 +37,9 @@ export async function runSeed(seed: number, record = false): Promise<SeedResult>
   const world = new World(random.fork(), record);
   const instances: Instance[] = [];
   try {
-    const violation = await simulate(world, random, instances);
+    // Drawn apart from the run's other choices, which stay those of a Redis-like seed.
+    const zooKeeper = new Random(Math.imul(seed, 0x9e3779b1) ^ 0x5bd1e995);
+    const violation = await simulate(world, random, instances, zooKeeper);
     return { seed, violation, trace: world.trace, virtualMs: world.now() };
   } finally {
     for (const instance of instances) instance.dispose();
@@ -48,6 +51,7 @@ async function simulate(
   world: World,
   random: Random,
   instances: Instance[],
+  zooKeeper: Random,
 ): Promise<Violation | undefined> {
   // A quiet run has no faults, and no message lost or late by more than a lease's fraction:
   // there, fair mode must also serve its line in order.
@@ -74,13 +78,17 @@ async function simulate(
   if (random.chance(0.5)) kinds.set('s0', { type: 'semaphore', limit: random.int(2, 3) });
   if (random.chance(0.5)) kinds.set('rw0', { type: 'rw' });
   if (random.chance(0.4)) kinds.set('t0', { type: 'mutex', throttle: true });
-  const described = { quiet, ...shape, ...options, keys: [...kinds.keys()] };
+  // A ZooKeeper-like seed: sequential nodes always serve waiters in order.
+  const sessionTimeout = zooKeeper.chance(0.3) ? zooKeeper.int(3_000, 6_000) : undefined;
+  if (sessionTimeout) zooKeeperKeys(options, kinds, zooKeeper);
+  const described = { quiet, ...shape, ...options, keys: [...kinds.keys()], sessionTimeout };
   world.log(`seed   ${JSON.stringify(described)}`);
 
-  const space = new MemorySpace();
   const names = new Names();
   const checker = new Checker(world, kinds);
-  if (quiet) checker.throttles = new ThrottleWindows(shape.maxLatency, options.driftFactor);
+  if (quiet && !sessionTimeout) {
+    checker.throttles = new ThrottleWindows(shape.maxLatency, options.driftFactor);
+  }
   if (quiet && options.fair) {
     // A turn is reserved for at most the waiter's TTL: one shorter than the notice's way to it
     // and its attempt's way back lapses before the waiter can take it up.
@@ -94,11 +102,14 @@ async function simulate(
     leftLine: (key, token) => checker.storeLeftLine(key, token),
     released: (key, token) => checker.throttles?.released(key, token),
   };
+  const backend: Backend = sessionTimeout
+    ? new ZooKeeperBackend(network, names, seen, sessionTimeout, checker)
+    : new RedisLikeBackend(network, names, seen);
   for (let i = random.int(2, 4); i > 0; i--) {
     const drift = options.driftFactor * DRIFT_SHARE * (2 * random.next() - 1);
     const clock = { rate: 1 + drift, offset: random.int(0, 100_000) };
     const name = `i${instances.length}`;
-    instances.push(new Instance(name, network, space, options, names, seen, clock));
+    instances.push(new Instance(name, network, backend, options, clock));
     world.log(`clock  ${name} runs at ${clock.rate.toFixed(5)} from ${clock.offset}`);
   }
   const faults = scheduleFaults(instances, network, random.fork(), quiet, (detail) =>
@@ -144,7 +155,7 @@ async function simulate(
   // for a next waiter have lingered, nobody listens either.
   await world.clock.tickAsync(LINGER + checker.slack);
   checker.check();
-  const listened = [...space.listeners.keys()].filter((key) => key !== ELECTION_KEY);
+  const listened = backend.listened().filter((key) => key !== ELECTION_KEY);
   if (listened.length > 0) {
     const keys = listened.join(', ');
     checker.fail('leftovers', `listened to with nobody waiting: ${keys}`);
@@ -165,7 +176,7 @@ async function simulate(
   if (checker.violation) return checker.violation;
   await world.clock.tickAsync(MAX_TTL + QUEUE_LEASE);
   await runUntil(world, checker, () => world.clock.countTimers() === 0);
-  leftovers(world, checker, space);
+  leftovers(world, checker, backend);
   return checker.violation;
 }
 
@@ -182,18 +193,21 @@ async function runUntil(world: World, checker: Checker, done: () => boolean): Pr
   }
 }
 
-/** Once everything has shut down and every TTL has run out: no timer, listener nor key. */
-function leftovers(world: World, checker: Checker, space: MemorySpace): void {
+/** Once everything has shut down and every TTL has run out: no timer, nothing at the store. */
+function leftovers(world: World, checker: Checker, backend: Backend): void {
   const timers = world.clock.countTimers();
   if (timers > 0) checker.fail('leftovers', `${timers} timers left`);
-  if (space.listeners.size > 0) {
-    checker.fail('leftovers', `listeners left on ${[...space.listeners.keys()].join(', ')}`);
-  }
-  const held = [...space.locks.keys()].filter((key) => space.live(space.locks, key));
-  const queued = [space.queues, space.lines].flatMap((queues) =>
-    [...queues.keys()].filter((key) => space.liveHead(queues, key) !== undefined),
-  );
-  if (held.length + queued.length > 0) {
-    checker.fail('leftovers', `keys left: ${[...held, ...queued].join(', ')}`);
-  }
+  backend.leftovers((detail) => checker.fail('leftovers', detail));
+}
+
+/**
+ * A ZooKeeper-like seed: sequential nodes always serve waiters in order; and a read-write lock
+ * in most, often with the mutex alone beside it, where a writer's departure wakes a process's
+ * readers at once (a turn is announced once there).
+ */
+function zooKeeperKeys(options: InstanceOptions, kinds: Map<string, KeyKind>, random: Random) {
+  options.fair = true;
+  if (!random.chance(0.8)) return;
+  kinds.set('rw0', { type: 'rw' });
+  if (random.chance(0.5)) for (const key of ['m1', 's0']) kinds.delete(key);
 }

@@ -1,4 +1,10 @@
+import { jest } from '@jest/globals';
 import { runSeed } from './run-seed.js';
+import { simZooKeeperClient } from './zk-client.js';
+
+// Jest keeps a module registry of its own: the ZooKeeper store's require finds the simulated
+// client there (see zk-backend.ts for plain Node).
+jest.mock('node-zookeeper-client', () => simZooKeeperClient);
 
 /** How many seeds the quick tier runs; `npm run simulate -- --seeds N` runs more. */
 const SEEDS = 200;
@@ -20,13 +26,14 @@ describe('the simulated lock protocol', () => {
 
   it('keeps every invariant on seeds where an extend shortens a lock while another waits', async () => {
     // Each breaks exclusion if a shorter TTL counts only once the store's answer is back.
-    for (const seed of [500, 708, 3466, 4688, 5721]) {
+    for (const seed of [373, 708, 3466, 4688, 5721]) {
       expect([seed, (await runSeed(seed)).violation]).toEqual([seed, undefined]);
     }
   });
 
   it('replays a seed with the same trace, byte for byte', async () => {
-    for (const seed of [3, 11, 2024]) {
+    // Seed 2 runs on the ZooKeeper-like server.
+    for (const seed of [2, 3, 11, 2024]) {
       const first = await runSeed(seed, true);
       const second = await runSeed(seed, true);
       expect(first.trace.length).toBeGreaterThan(20);

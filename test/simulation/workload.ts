@@ -162,7 +162,8 @@ export class Caller {
     const kind = this.kinds.get(call.key);
     const peers = this.peers.filter((peer) => peer !== this.instance && !peer.crashed);
     const to = this.random.pick(peers.filter((peer) => !peer.shutdown));
-    if (kind?.type === 'mutex' && !kind.throttle && to && this.random.chance(0.3)) {
+    const handles = this.instance.engine.store.capabilities.handles;
+    if (kind?.type === 'mutex' && !kind.throttle && handles && to && this.random.chance(0.3)) {
       await this.handOff(call.key, lock, to);
       return;
     }
