@@ -152,13 +152,17 @@ export class HeldLock implements Lock {
    * A request that sets the lock's TTL to `ttl` is sent at `sentAt` (`extend`). The store may
    * apply it well before its answer comes back, and a shorter TTL then ends the lock sooner
    * than its last confirmation said: until the answer, the lock counts as valid only until the
-   * sooner of the two ends. `true` when that moved its end earlier.
+   * sooner of the two ends. A TTL shorter than the lock's also ends what the answers to earlier
+   * requests (a renewal on its way, with the longer TTL) can say: the store applies this one
+   * after them. `true` when that moved its end earlier.
    */
   asking(sentAt: number, ttl: number): boolean {
+    const shorter = ttl < this.ttl;
     this.ttl = ttl;
-    if (sentAt + ttl - this.owner.driftOf(ttl) >= this.validUntil) return false;
-    this.mayHaveApplied(sentAt, ttl);
-    return true;
+    const before = this.validUntil;
+    if (shorter || sentAt + ttl - this.owner.driftOf(ttl) < before)
+      this.mayHaveApplied(sentAt, ttl);
+    return this.validUntil < before;
   }
 
   /** Marks the lock released by its owner; `false` if it had already ended. */

@@ -1,4 +1,4 @@
-import { LockOptionsError } from '../lock.errors.js';
+import { LockNotAcquiredError, LockOptionsError } from '../lock.errors.js';
 import type { LockId } from '../keys/lock-keys.js';
 import type { Lock, LockHandle, MultiLock } from '../lock.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
@@ -85,16 +85,33 @@ export async function acquireAll(
   ids: readonly LockId[],
   options: ResolvedAcquireOptions,
 ): Promise<HeldLock[]> {
-  const deadline = monotonicNow() + options.waitTimeout;
+  const started = monotonicNow();
+  const deadline = started + options.waitTimeout;
   const taken: HeldLock[] = [];
+  const take = (id: LockId) =>
+    engine.acquire(id, { ...options, waitTimeout: Math.max(0, deadline - monotonicNow()) });
   try {
-    for (const id of ids) {
-      const waitTimeout = Math.max(0, deadline - monotonicNow());
-      taken.push(await engine.acquire(id, { ...options, waitTimeout }));
+    for (const id of ids) taken.push(await take(id));
+    // Taking the later keys may have outlasted an earlier one's validity (a slow answer, a
+    // pause), and that one may be another's by now: as a single caller whose grant came too
+    // late, it is given back and asked for again, while the deadline allows.
+    for (let stale = staleIn(taken); stale >= 0; stale = staleIn(taken)) {
+      const [lock] = taken.splice(stale, 1);
+      await engine.releaseAfterWork(lock, false);
+      if (monotonicNow() >= deadline) {
+        throw new LockNotAcquiredError(lock.name, Math.round(monotonicNow() - started));
+      }
+      taken.splice(stale, 0, await take(ids[stale]));
     }
   } catch (error) {
     await Promise.all(taken.map((lock) => engine.releaseAfterWork(lock, false)));
     throw error;
   }
   return taken;
+}
+
+/** The index of the first lock that is lost or whose validity has run out; -1 if none. */
+function staleIn(locks: readonly HeldLock[]): number {
+  const now = monotonicNow();
+  return locks.findIndex((lock) => !lock.held || now >= lock.validUntil);
 }

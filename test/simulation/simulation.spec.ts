@@ -24,9 +24,11 @@ describe('the simulated lock protocol', () => {
     expect(broken).toEqual([]);
   }, 300_000);
 
-  it('keeps every invariant on seeds where an extend shortens a lock while another waits', async () => {
-    // Each breaks exclusion if a shorter TTL counts only once the store's answer is back.
-    for (const seed of [373, 708, 3466, 4688, 5721]) {
+  it('keeps every invariant on the seeds that found defects', async () => {
+    // 1102: a renewal's late answer counted past a shorter extend sent after it (writer
+    // exclusion). 5898: a first key's validity ran out while the second was taken (valid when
+    // granted). Each failed before its fix.
+    for (const seed of [1102, 5898]) {
       expect([seed, (await runSeed(seed)).violation]).toEqual([seed, undefined]);
     }
   });

@@ -180,6 +180,23 @@ describe('Watchdog: a tick renews the locks that are due, and only those', () =>
     expect(lost).toEqual(['k0']);
   });
 
+  it('lets no late answer to a renewal lengthen the lock past a shorter extend sent after it, though the extend ends after its current validity', async () => {
+    const lock = heldLock(0, 3_000);
+    watchdog.track(lock);
+    store.answer = 'later';
+    jest.advanceTimersByTime(1_000);
+    expect(store.later).toHaveLength(1);
+    // Valid until 3 s; the extend sent at 2.7 s ends at 3.2 s, after that. The renewal sent at
+    // 1 s would make it 4 s, but the store applies the extend after it: the key goes at 3.2 s.
+    jest.advanceTimersByTime(1_700);
+    const extending = watchdog.extend(lock, 500);
+    store.later[0]([true]);
+    await jest.advanceTimersByTimeAsync(500);
+    expect(lost).toEqual(['k0']);
+    store.later[1]?.([true]);
+    await extending.catch(() => undefined);
+  });
+
   it('counts a shorter extend as applied from when it is sent, while its answer is on its way', async () => {
     const lock = heldLock(0, 30_000);
     watchdog.track(lock);
