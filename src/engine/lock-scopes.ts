@@ -6,6 +6,7 @@ import type { ResolvedAcquireOptions } from '../options/lock-options.interface.j
 import { kindOf, kindOfToken } from '../store/lock-kind.js';
 import { monotonicNow } from './clock.js';
 import type { HeldLock } from './held-lock.js';
+import { refreshStale } from './multi-held-lock.js';
 import { Tenure } from './tenure.js';
 
 /** What running work under locks needs from the engine. */
@@ -110,8 +111,12 @@ export class LockScopes {
     outer: Map<string, Tenure> | undefined,
   ): Promise<{ taken: Tenure[]; reused: Tenure[] }> {
     const ids = inKeyOrder(locks);
-    const deadline = monotonicNow() + options.waitTimeout;
-    const taken: Tenure[] = [];
+    const started = monotonicNow();
+    const deadline = started + options.waitTimeout;
+    const take = (id: LockId) =>
+      this.host.acquire(id, { ...options, waitTimeout: Math.max(0, deadline - monotonicNow()) });
+    const taken: HeldLock[] = [];
+    const takenIds: LockId[] = [];
     const reused: Tenure[] = [];
     try {
       for (const id of ids) {
@@ -121,16 +126,17 @@ export class LockScopes {
           reused.push(shared);
           continue;
         }
-        const waitTimeout = Math.max(0, deadline - monotonicNow());
-        taken.push(new Tenure(await this.host.acquire(id, { ...options, waitTimeout })));
+        taken.push(await take(id));
+        takenIds.push(id);
       }
+      await refreshStale(taken, takenIds, take, this.host, { started, deadline });
     } catch (error) {
       for (const tenure of reused) tenure.leave();
       // No work ran under them: a throttle's window does not close for nothing.
-      await Promise.all(taken.map(({ lock }) => this.host.releaseAfterWork(lock, false)));
+      await Promise.all(taken.map((lock) => this.host.releaseAfterWork(lock, false)));
       throw error;
     }
-    return { taken, reused };
+    return { taken: taken.map((lock) => new Tenure(lock)), reused };
   }
 }
 

@@ -92,22 +92,36 @@ export async function acquireAll(
     engine.acquire(id, { ...options, waitTimeout: Math.max(0, deadline - monotonicNow()) });
   try {
     for (const id of ids) taken.push(await take(id));
-    // Taking the later keys may have outlasted an earlier one's validity (a slow answer, a
-    // pause), and that one may be another's by now: as a single caller whose grant came too
-    // late, it is given back and asked for again, while the deadline allows.
-    for (let stale = staleIn(taken); stale >= 0; stale = staleIn(taken)) {
-      const [lock] = taken.splice(stale, 1);
-      await engine.releaseAfterWork(lock, false);
-      if (monotonicNow() >= deadline) {
-        throw new LockNotAcquiredError(lock.name, Math.round(monotonicNow() - started));
-      }
-      taken.splice(stale, 0, await take(ids[stale]));
-    }
+    await refreshStale(taken, ids, take, engine, { started, deadline });
   } catch (error) {
     await Promise.all(taken.map((lock) => engine.releaseAfterWork(lock, false)));
     throw error;
   }
   return taken;
+}
+
+/**
+ * Taking the later keys may have outlasted an earlier one's validity (a slow answer, a pause),
+ * and that one may be another's by now: as a single caller whose grant came too late, it is
+ * given back and asked for again, while the deadline allows. `locks[i]` holds `ids[i]`, and is
+ * replaced in place; what is in `locks` when this throws is still held.
+ * @throws LockNotAcquiredError naming the key whose validity ran out, once the deadline passed
+ */
+export async function refreshStale(
+  locks: HeldLock[],
+  ids: readonly LockId[],
+  take: (id: LockId) => Promise<HeldLock>,
+  engine: { releaseAfterWork(lock: HeldLock, keepWindow?: boolean): Promise<void> },
+  wait: { started: number; deadline: number },
+): Promise<void> {
+  for (let stale = staleIn(locks); stale >= 0; stale = staleIn(locks)) {
+    const [lock] = locks.splice(stale, 1);
+    await engine.releaseAfterWork(lock, false);
+    if (monotonicNow() >= wait.deadline) {
+      throw new LockNotAcquiredError(lock.name, Math.round(monotonicNow() - wait.started));
+    }
+    locks.splice(stale, 0, await take(ids[stale]));
+  }
 }
 
 /** The index of the first lock that is lost or whose validity has run out; -1 if none. */

@@ -63,6 +63,23 @@ describe('several keys at once, each valid when the call returns', () => {
     }
   });
 
+  it('does so for using() too, which takes its keys in a scope of its own', async () => {
+    const { app } = await boot();
+    try {
+      const validAtStart = await app.locks.using(
+        ['a', 'b'],
+        ({ locks }) => {
+          const now = performance.now();
+          return locks.map((lock) => (lock as unknown as { validUntil: number }).validUntil > now);
+        },
+        { ttl: TTL, waitTimeout: 10_000 },
+      );
+      expect(validAtStart).toEqual([true, true]);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('gives up without a wait, and leaves none of the keys held', async () => {
     const { app } = await boot();
     try {

@@ -26,9 +26,9 @@ describe('the simulated lock protocol', () => {
 
   it('keeps every invariant on the seeds that found defects', async () => {
     // 1102: a renewal's late answer counted past a shorter extend sent after it (writer
-    // exclusion). 5898: a first key's validity ran out while the second was taken (valid when
-    // granted). Each failed before its fix.
-    for (const seed of [1102, 5898]) {
+    // exclusion). 5898 and 5354: a first key's validity ran out while the second was taken
+    // (valid when granted; acquire and using). Each failed before its fix.
+    for (const seed of [1102, 5898, 5354]) {
       expect([seed, (await runSeed(seed)).violation]).toEqual([seed, undefined]);
     }
   });
