@@ -17,6 +17,8 @@ const LEAVE_RETRY_DELAY = 200;
 export class Departures {
   /** Deletions to try again. */
   private readonly retries = new Set<NodeJS.Timeout>();
+  /** Set once the store closes: its session has ended, and its nodes with it. */
+  private closed = false;
 
   constructor(
     private readonly session: ZooKeeperSession,
@@ -75,8 +77,13 @@ export class Departures {
     }
   }
 
-  /** Ends the retries: the session ends, and its nodes with it. */
+  /**
+   * Ends the retries, and starts none after: the session ends, and its nodes with it. (A
+   * departure that fails after the close, because the session is closed, would otherwise be
+   * tried again every 200 ms for as long as the process lives.)
+   */
   close(): void {
+    this.closed = true;
     for (const timer of this.retries) clearTimeout(timer);
     this.retries.clear();
   }
@@ -112,6 +119,7 @@ export class Departures {
 
   private retryLeave(contender: Contender): void {
     contender.departed = true;
+    if (this.closed) return;
     const timer = setTimeout(() => {
       this.retries.delete(timer);
       if (this.contenders.isCurrent(contender)) this.leave(contender).catch(() => undefined);
