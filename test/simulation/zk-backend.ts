@@ -93,9 +93,12 @@ export class ZooKeeperBackend implements Backend {
     if (live.length > 0) fail(`sessions left: ${live.map((session) => session.id).join(', ')}`);
     const ephemeral = [...server.nodes].filter(([, node]) => node.owner !== 0);
     if (ephemeral.length > 0) fail(`nodes left: ${ephemeral.map(([path]) => path).join(', ')}`);
-    const locks = server.childrenOf(ROOT);
-    if (locks.length > 0 && server.endedWithNodes === 0)
+    // A throttle's window node outlives its window when its process stopped while it was open
+    // and nobody asked for the key since: at most one per key (docs/zookeeper.md).
+    const locks = server.childrenOf(ROOT).filter((name) => !name.endsWith('.window'));
+    if (locks.length > 0 && server.endedWithNodes === 0) {
       fail(`lock nodes left: ${locks.join(', ')}`);
+    }
   }
 }
 
