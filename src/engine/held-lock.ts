@@ -146,6 +146,8 @@ export class HeldLock implements Lock {
   mayHaveApplied(sentAt: number, ttl: number): void {
     this.validUntil = Math.min(this.validUntil, sentAt + ttl - this.owner.driftOf(ttl));
     this.confirmedAt = Math.max(this.confirmedAt, sentAt);
+    // Renewed as a lock of that TTL would be, not at the later moment the longer one set.
+    this.renewAt = Math.min(this.renewAt, sentAt + Math.floor(ttl / 3));
   }
 
   /**

@@ -6,11 +6,11 @@ import type { ResolvedAcquireOptions } from '../options/lock-options.interface.j
 import { kindOf, kindOfToken } from '../store/lock-kind.js';
 import { monotonicNow } from './clock.js';
 import type { HeldLock } from './held-lock.js';
-import { refreshStale } from './multi-held-lock.js';
+import { refreshStale, type GiveBack } from './multi-held-lock.js';
 import { Tenure } from './tenure.js';
 
 /** What running work under locks needs from the engine. */
-export interface ScopeHost {
+export interface ScopeHost extends GiveBack {
   acquire(id: LockId, options: ResolvedAcquireOptions): Promise<HeldLock>;
   /** @param keepWindow with `holdFor`, leave the lock to the end of its window (the default) */
   releaseAfterWork(lock: HeldLock, keepWindow?: boolean): Promise<void>;
@@ -111,8 +111,7 @@ export class LockScopes {
     outer: Map<string, Tenure> | undefined,
   ): Promise<{ taken: Tenure[]; reused: Tenure[] }> {
     const ids = inKeyOrder(locks);
-    const started = monotonicNow();
-    const deadline = started + options.waitTimeout;
+    const deadline = monotonicNow() + options.waitTimeout;
     const take = (id: LockId) =>
       this.host.acquire(id, { ...options, waitTimeout: Math.max(0, deadline - monotonicNow()) });
     const taken: HeldLock[] = [];
@@ -129,7 +128,7 @@ export class LockScopes {
         taken.push(await take(id));
         takenIds.push(id);
       }
-      await refreshStale(taken, takenIds, take, this.host, { started, deadline });
+      await refreshStale(taken, takenIds, take, this.host, deadline);
     } catch (error) {
       for (const tenure of reused) tenure.leave();
       // No work ran under them: a throttle's window does not close for nothing.

@@ -1,7 +1,8 @@
-import { LockNotAcquiredError, LockOptionsError } from '../lock.errors.js';
+import { LockConnectionError, LockOptionsError } from '../lock.errors.js';
 import type { LockId } from '../keys/lock-keys.js';
 import type { Lock, LockHandle, MultiLock } from '../lock.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
+import type { LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
 import type { HeldLock } from './held-lock.js';
 import type { LockEngine } from './lock-engine.js';
@@ -85,14 +86,13 @@ export async function acquireAll(
   ids: readonly LockId[],
   options: ResolvedAcquireOptions,
 ): Promise<HeldLock[]> {
-  const started = monotonicNow();
-  const deadline = started + options.waitTimeout;
+  const deadline = monotonicNow() + options.waitTimeout;
   const taken: HeldLock[] = [];
   const take = (id: LockId) =>
     engine.acquire(id, { ...options, waitTimeout: Math.max(0, deadline - monotonicNow()) });
   try {
     for (const id of ids) taken.push(await take(id));
-    await refreshStale(taken, ids, take, engine, { started, deadline });
+    await refreshStale(taken, ids, take, engine, deadline);
   } catch (error) {
     await Promise.all(taken.map((lock) => engine.releaseAfterWork(lock, false)));
     throw error;
@@ -100,28 +100,54 @@ export async function acquireAll(
   return taken;
 }
 
+/** How many times the keys from a stale one on are given back and taken again, at most. */
+const REFRESH_ROUNDS = 3;
+
+/** What giving locks back needs from the engine. */
+export interface GiveBack {
+  readonly store: Pick<LockStore, 'release'>;
+  releaseAfterWork(lock: HeldLock, keepWindow?: boolean): Promise<void>;
+}
+
 /**
  * Taking the later keys may have outlasted an earlier one's validity (a slow answer, a pause),
  * and that one may be another's by now: as a single caller whose grant came too late, it is
- * given back and asked for again, while the deadline allows. `locks[i]` holds `ids[i]`, and is
- * replaced in place; what is in `locks` when this throws is still held.
- * @throws LockNotAcquiredError naming the key whose validity ran out, once the deadline passed
+ * given back and asked for again. So is every key after it, and they are all taken again in
+ * key order: holding a later key while asking again for an earlier one could wait in a cycle
+ * with a caller that took the earlier one meanwhile. `locks[i]` holds `ids[i]` (in key order)
+ * and `locks` changes in place: what is in it when this throws is still held.
+ * @throws LockConnectionError naming the stale key when the deadline has passed, or after
+ *   {@link REFRESH_ROUNDS} rounds (answers too slow for the TTL to cover all the keys)
  */
 export async function refreshStale(
   locks: HeldLock[],
   ids: readonly LockId[],
   take: (id: LockId) => Promise<HeldLock>,
-  engine: { releaseAfterWork(lock: HeldLock, keepWindow?: boolean): Promise<void> },
-  wait: { started: number; deadline: number },
+  host: GiveBack,
+  deadline: number,
 ): Promise<void> {
-  for (let stale = staleIn(locks); stale >= 0; stale = staleIn(locks)) {
-    const [lock] = locks.splice(stale, 1);
-    await engine.releaseAfterWork(lock, false);
-    if (monotonicNow() >= wait.deadline) {
-      throw new LockNotAcquiredError(lock.name, Math.round(monotonicNow() - wait.started));
+  for (let round = 1, stale = staleIn(locks); stale >= 0; round++, stale = staleIn(locks)) {
+    const back = locks.splice(stale);
+    await Promise.all(back.map((lock) => giveBack(host, lock)));
+    if (round > REFRESH_ROUNDS || monotonicNow() >= deadline) {
+      throw new LockConnectionError(
+        back[0].name,
+        'its validity ran out while the other keys were taken, and no time is left to take ' +
+          'them all again',
+      );
     }
-    locks.splice(stale, 0, await take(ids[stale]));
+    for (const id of ids.slice(stale)) locks.push(await take(id));
   }
+}
+
+/**
+ * Gives back a lock that no work ran under. A lost one is released in the store all the same:
+ * a throttle lost to unanswered renewals is kept there to the end of its window, which would
+ * refuse its own caller's next attempt.
+ */
+async function giveBack(host: GiveBack, lock: HeldLock): Promise<void> {
+  if (lock.held) await host.releaseAfterWork(lock, false);
+  else await host.store.release(lock.key, lock.token).catch(() => undefined);
 }
 
 /** The index of the first lock that is lost or whose validity has run out; -1 if none. */

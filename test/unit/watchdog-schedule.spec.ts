@@ -203,10 +203,15 @@ describe('Watchdog: a tick renews the locks that are due, and only those', () =>
     store.answer = 'later';
     const extending = watchdog.extend(lock, 1_000);
     // The store may apply it at once and let the key go 1 s later, long before the answer.
-    jest.advanceTimersByTime(1_000);
+    // The watchdog renews it as a lock of 1 s meanwhile; with that renewal unanswered too, the
+    // lock is lost when the 1 s ends: its signal aborts then, not when the 30 s lock would
+    // have been renewed next.
+    await jest.advanceTimersByTimeAsync(1_000);
     expect(() => lock.throwIfLost()).toThrow('validity ended');
+    expect(lost).toEqual(['k0']);
+    expect(store.calls.map((entries) => entries[0].ttl)).toEqual([1_000, 1_000]);
     store.later[0]([true]);
-    await expect(extending).resolves.toBe(true);
+    await expect(extending).resolves.toBe(false);
   });
 
   it('keeps no more queue entries than about twice its locks when short-lived locks come and go', () => {

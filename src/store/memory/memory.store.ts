@@ -83,10 +83,12 @@ export class MemoryLockStore implements LockStore {
     // The memory store's clock is the one its fencing tokens come from (see nextFence).
     const nowUs = Date.now() * 1000;
     const windowLeft = holder && windowLeftOf(holder.value, holder.fence, nowUs);
-    // As in the Redis script: a queued caller learns a bound on every fencing token issued so
-    // far, so that it can date a grant announced to it (see `LockEvent`).
+    // As in the Redis script, a queued caller learns a bound on every fencing token issued so
+    // far, so that it can date a grant announced to it (see `LockEvent`). The counter itself:
+    // it is never lost here, and every later token is above it (the clock, counted in whole
+    // ms, may equal the next token).
     const refused = queue
-      ? { acquired: false as const, pttl, lastFence: Math.max(this.space.fence, nowUs) }
+      ? { acquired: false as const, pttl, lastFence: this.space.fence }
       : { acquired: false as const, pttl };
     return windowLeft === undefined ? refused : { ...refused, windowLeft };
   }

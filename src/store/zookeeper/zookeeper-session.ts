@@ -2,6 +2,7 @@ import { Socket } from 'node:net';
 import type { Client, Exception, Stat } from 'node-zookeeper-client';
 import { LockError } from '../../lock.errors.js';
 import { OUTAGE_REPORT_INTERVAL } from '../connection-report.js';
+import { monotonicNow } from '../../engine/clock.js';
 import { mendFraming } from './client-framing.js';
 import { loadZooKeeperClient } from './zookeeper-client.js';
 
@@ -66,6 +67,8 @@ export class ZooKeeperSession {
   private handshakeTimer?: NodeJS.Timeout;
   /** While the client is not connected: says so after `unreachable.after` ms (see below). */
   private unreachableTimer?: NodeJS.Timeout;
+  /** When a frame the client could not read was last warned of. */
+  private misreadAt = -Infinity;
 
   /**
    * @param unreachable how long the client may go without a connection before `warn` hears of
@@ -78,6 +81,17 @@ export class ZooKeeperSession {
     private readonly unreachable: { after: number; warn: (message: string) => void },
   ) {
     loadZooKeeperClient(connectionString);
+  }
+
+  /** A frame the client could not read: a warning, at most one per outage report interval. */
+  private misread(error: unknown): void {
+    const now = monotonicNow();
+    if (now - this.misreadAt < OUTAGE_REPORT_INTERVAL) return;
+    this.misreadAt = now;
+    this.unreachable.warn(
+      `ZooKeeper: an answer could not be read (${asError(error).message}); ` +
+        'reconnecting in the same session',
+    );
   }
 
   /** The session's number: it changes when a session expires and a new one begins. */
@@ -110,11 +124,7 @@ export class ZooKeeperSession {
       spinDelay: 100,
       retries: 0,
     });
-    mendFraming(client, (error) =>
-      this.unreachable.warn(
-        `ZooKeeper: an answer could not be read (${error instanceof Error ? error.message : String(error)}); reconnecting in the same session`,
-      ),
-    );
+    mendFraming(client, (error) => this.misread(error));
     const generation = this.generation;
     client.once('expired', () => {
       if (this.client !== client) return;
