@@ -93,6 +93,7 @@ async function simulate(
     granted: (key, token, fence) => checker.storeGranted(key, token, fence),
     leftLine: (key, token) => checker.storeLeftLine(key, token),
     released: (key, token) => checker.throttles?.released(key, token),
+    renewed: (_key, token, ttl) => checker.throttles?.renewed(token, ttl, world.now()),
   };
   for (let i = random.int(2, 4); i > 0; i--) {
     const drift = options.driftFactor * DRIFT_SHARE * (2 * random.next() - 1);
@@ -120,7 +121,7 @@ async function simulate(
     kinds,
     checker,
     peers: instances,
-    extending: (instance) => nemesis.extending(instance),
+    sent: (instance, what) => nemesis.sent(instance, what),
   };
   const callers: Caller[] = [];
   for (const instance of instances) {
