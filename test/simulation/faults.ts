@@ -68,10 +68,11 @@ export function scheduleFaults(
 }
 
 /**
- * Faults aimed at a moment rather than drawn at random: an extend's request has left, and the
- * instance's connection stalls, so that the store applies it and the answer comes late (a
- * shorter TTL must count from the request). Not in a quiet run. Each adds its length to the
- * checker's slack, as the drawn faults do.
+ * Faults aimed at a moment rather than drawn at random: the request of an extend, or of a call
+ * that does not wait, has left, and the instance's connection stalls, so that the store applies
+ * it and the answer comes late (a shorter TTL must count from the request; a grant answered
+ * after its TTL must not be used). Not in a quiet run. Each adds its length to the checker's
+ * slack, as the drawn faults do.
  */
 export class Nemesis {
   constructor(
@@ -80,7 +81,7 @@ export class Nemesis {
     private readonly slack: (ms: number) => void,
   ) {}
 
-  extending(instance: Instance): void {
+  sent(instance: Instance, what: string): void {
     const { random } = this;
     if (!random?.chance(0.3) || instance.crashed) return;
     const { world } = this.network;
@@ -88,7 +89,7 @@ export class Nemesis {
     // Once the request is on its way: the stall holds the answer, and what follows it.
     world.after(1, () => {
       if (instance.crashed) return;
-      world.log(`FAULT  ${instance.name}'s connection stalls for ${ms} ms, after an extend`);
+      world.log(`FAULT  ${instance.name}'s connection stalls for ${ms} ms, after ${what}`);
       instance.stalledUntil = Math.max(instance.stalledUntil, world.now() + ms);
       this.slack(ms);
     });

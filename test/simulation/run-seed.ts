@@ -101,6 +101,7 @@ async function simulate(
     granted: (key, token, fence) => checker.storeGranted(key, token, fence),
     leftLine: (key, token) => checker.storeLeftLine(key, token),
     released: (key, token) => checker.throttles?.released(key, token),
+    renewed: (_key, token, ttl) => checker.throttles?.renewed(token, ttl, world.now()),
   };
   const backend: Backend = sessionTimeout
     ? new ZooKeeperBackend(network, names, seen, sessionTimeout, checker)
@@ -131,7 +132,7 @@ async function simulate(
     kinds,
     checker,
     peers: instances,
-    extending: (instance) => nemesis.extending(instance),
+    sent: (instance, what) => nemesis.sent(instance, what),
   };
   const callers: Caller[] = [];
   for (const instance of instances) {

@@ -29,6 +29,8 @@ export interface StoreSeen {
   leftLine(key: string, token: string): void;
   /** `token` released the lock or left the line: a release applied. */
   released(key: string, token: string): void;
+  /** The store renewed the lock of `token` with `ttl`. */
+  renewed(key: string, token: string, ttl: number): void;
 }
 
 /** Short names for tokens, in the order the run first meets them, so that traces compare. */
@@ -136,7 +138,11 @@ export class SimStore implements LockStore {
     const key = entries[0]?.key ?? '';
     const apply = async () => {
       const renewed = await this.server.renew(entries);
-      entries.forEach((entry, i) => renewed[i] && this.seen.leftLine(entry.key, entry.token));
+      entries.forEach((entry, i) => {
+        if (!renewed[i]) return;
+        this.seen.leftLine(entry.key, entry.token);
+        this.seen.renewed(entry.key, entry.token, entry.ttl);
+      });
       return renewed;
     };
     return this.call(key, `renew ${named.join(' ')}`, apply, (renewed) => renewed.join(','));

@@ -25,10 +25,10 @@ describe('the simulated lock protocol', () => {
   }, 300_000);
 
   it('keeps every invariant on the seeds that found defects', async () => {
-    // 1102: a renewal's late answer counted past a shorter extend sent after it (writer
-    // exclusion). 5898 and 5354: a first key's validity ran out while the second was taken
-    // (valid when granted; acquire and using). Each failed before its fix.
-    for (const seed of [1102, 5898, 5354]) {
+    // 738: a first key's validity ran out while the second was taken (valid when granted);
+    // it fails with the re-ask of stale keys taken out. (The other defects the simulation found
+    // have unit or integration specs of their own: their runs came before the workload changed.)
+    for (const seed of [738]) {
       expect([seed, (await runSeed(seed)).violation]).toEqual([seed, undefined]);
     }
   });

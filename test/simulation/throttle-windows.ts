@@ -11,6 +11,12 @@ import { holdForOfToken } from '../../src/store/throttle-window.js';
 export class ThrottleWindows {
   /** Per key, the holder of the last throttled grant and when its window ends at the soonest. */
   private readonly windows = new Map<string, { token: string; until: number }>();
+  /**
+   * When the store lets each token's lock go by its TTL, as the grants and renewals it applied
+   * set it: a holder that lost its lock that way (an extend to a TTL shorter than the round
+   * trips, say) lost its window with it.
+   */
+  private readonly expiries = new Map<string, number>();
 
   constructor(
     private readonly maxLatency: number,
@@ -34,11 +40,21 @@ export class ThrottleWindows {
     if (this.windows.get(key)?.token === token && !this.used.has(token)) this.windows.delete(key);
   }
 
-  /** The store granted `key` to `token` at virtual `now`: what is wrong with that, if anything. */
-  granted(key: string, token: string, now: number): string | undefined {
+  /** The store renewed the lock of `token` with `ttl`, at virtual `now`. */
+  renewed(token: string, ttl: number, now: number): void {
+    this.expiries.set(token, now + ttl);
+  }
+
+  /**
+   * The store granted `key` to `token` for `ttl` at virtual `now`: what is wrong with that, if
+   * anything.
+   */
+  granted(key: string, token: string, now: number, ttl = Infinity): string | undefined {
     const open = this.windows.get(key);
+    const expired = open !== undefined && (this.expiries.get(open.token) ?? Infinity) <= now;
+    this.expiries.set(token, now + ttl);
     const early =
-      open && open.token !== token && now < open.until
+      open && open.token !== token && now < open.until && !expired
         ? `${key} granted at ${now}, inside the window of the throttle before it (until ${open.until})`
         : undefined;
     const holdFor = holdForOfToken(token);

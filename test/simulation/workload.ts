@@ -19,8 +19,8 @@ export interface CallerRun {
   readonly checker: Checker;
   /** The run's instances, to hand a lock off to. */
   readonly peers: readonly Instance[];
-  /** Told of an extend as its request leaves (see `Nemesis`). */
-  readonly extending: (instance: Instance) => void;
+  /** Told of an extend, or a call that does not wait, as its request leaves (see `Nemesis`). */
+  readonly sent: (instance: Instance, what: string) => void;
 }
 
 /** One simulated caller: a few calls, one after the other, on the seed's keys. */
@@ -74,14 +74,17 @@ export class Caller {
     );
     this.world.log(`call   ${this.name} ${style} ${call.key} ${shown.join(' ')}`);
     const { locks } = this.instance;
+    // One key is named as a key, not as a list of one, which takes the several-keys path.
+    const [one] = keys.length === 1 ? keys : [];
+    const work = (lock: Lock) => this.work(call, lock, options);
     try {
       if (style === 'using') {
-        await locks.using(keys, (lock) => this.work(call, lock, options), options);
+        await (one ? locks.using(one, work, options) : locks.using(keys, work, options));
       } else {
         const lock =
           style === 'acquire'
-            ? await locks.acquire(keys, options)
-            : await locks.tryAcquire(keys, options);
+            ? await (one ? locks.acquire(one, options) : locks.acquire(keys, options))
+            : await this.tryAcquire(keys, options);
         if (lock) await this.work(call, lock, options, true);
         else this.settle(call, 'busy');
       }
@@ -92,6 +95,15 @@ export class Caller {
         this.checker.fail('unexpected error', `${this.name}: ${String(error)}`);
       }
     }
+  }
+
+  /** `tryAcquire`, its first request aimed at by the nemesis. */
+  private tryAcquire(keys: string[], options: AcquireOptions): Promise<Lock | null> {
+    const { locks } = this.instance;
+    const trying =
+      keys.length === 1 ? locks.tryAcquire(keys[0], options) : locks.tryAcquire(keys, options);
+    this.run.sent(this.instance, 'a call that does not wait');
+    return trying;
   }
 
   /** Whether `name` is a mutex without a throttle. */
@@ -149,7 +161,7 @@ export class Caller {
           ? this.random.int(30, half)
           : this.random.int(50, 1_000);
         const extending = lock.extend(ttl);
-        this.run.extending(this.instance);
+        this.run.sent(this.instance, 'an extend');
         const extended = await extending;
         this.world.log(`extend ${this.name} ${call.key} ${extended}`);
         await this.sleep(this.random.int(0, 600));
