@@ -25,10 +25,10 @@ describe('the simulated lock protocol', () => {
   }, 300_000);
 
   it('keeps every invariant on the seeds that found defects', async () => {
-    // 738: a first key's validity ran out while the second was taken (valid when granted);
+    // 247: a first key's validity ran out while the second was taken (valid when granted);
     // it fails with the re-ask of stale keys taken out. (The other defects the simulation found
     // have unit or integration specs of their own: their runs came before the workload changed.)
-    for (const seed of [738]) {
+    for (const seed of [247]) {
       expect([seed, (await runSeed(seed)).violation]).toEqual([seed, undefined]);
     }
   });
