@@ -63,6 +63,15 @@ export class Checker {
   private readonly lines = new Map<string, Map<string, number>>();
   /** When the store first applied an attempt of each token. */
   private readonly firstSeen = new Map<string, number>();
+  /** When the store last applied a grant, renewal or hand-off to each token. */
+  private readonly wrote = new Map<string, number>();
+  /**
+   * Tokens whose last grant or renewal the store lost (it restarted empty, or failed over to a
+   * replica that had not received it), and that it has granted or renewed nothing since: their
+   * holders are not counted against others (docs/guarantees.md: what a lock on Redis does not
+   * guarantee).
+   */
+  private readonly lost = new Set<string>();
 
   constructor(
     private readonly world: World,
@@ -94,6 +103,7 @@ export class Checker {
 
   /** The store granted `key` to `token` with `fencingToken`, as it applied the request. */
   storeGranted(key: string, token: string, fencingToken: number, ttl?: number): void {
+    this.storeWrote(token);
     const last = this.storeFences.get(key) ?? -Infinity;
     if (fencingToken <= last) {
       this.fail('fencing order', `the store granted ${key} ${fencingToken} after ${last}`);
@@ -116,6 +126,17 @@ export class Checker {
           `${name(waiting)}, in line since ${joined}`,
       );
     }
+  }
+
+  /** The store renewed the lock of `token`, or handed a lock off to it. */
+  storeWrote(token: string): void {
+    this.wrote.set(token, this.world.now());
+    this.lost.delete(token);
+  }
+
+  /** The store lost every write it had applied since `since`. */
+  storeLost(since: number): void {
+    for (const [token, at] of this.wrote) if (at >= since) this.lost.add(token);
   }
 
   /** `token` released `key` or left its line, or renewed a lock it holds. */
@@ -150,7 +171,7 @@ export class Checker {
         `${caller} got ${key} (${lock.fencingToken}) already invalid`,
       );
     }
-    if (this.kinds.get(key)?.type === 'mutex' && valid) {
+    if (this.kinds.get(key)?.type === 'mutex' && valid && !this.lost.has(lock.token)) {
       const last = this.heldFences.get(key) ?? -Infinity;
       if (lock.fencingToken < last || (lock.fencingToken === last && !holding.adopted)) {
         this.fail(
@@ -178,7 +199,10 @@ export class Checker {
     for (const [key, holders] of this.holdings) {
       const valid = [...holders].filter(
         ({ lock, place }) =>
-          !place.crashed && stillHeld(lock) && this.world.localNow(place) < validUntil(lock),
+          !place.crashed &&
+          stillHeld(lock) &&
+          this.world.localNow(place) < validUntil(lock) &&
+          !this.lost.has(lock.token),
       );
       if (valid.length > 1) this.exclusion(key, valid);
     }

@@ -7,6 +7,7 @@ import { ELECTION, ELECTION_KEY, stand } from './leader.js';
 import { Network, type NetworkShape } from './network.js';
 import { Random } from './random.js';
 import { Names, type StoreSeen } from './sim-store.js';
+import { scheduleStoreLoss } from './store-loss.js';
 import { ThrottleWindows } from './throttle-windows.js';
 import { Caller, type CallerRun } from './workload.js';
 import { World } from './world.js';
@@ -39,7 +40,8 @@ export async function runSeed(seed: number, record = false): Promise<SeedResult>
   try {
     // Drawn apart from the run's other choices, which stay those of a Redis-like seed.
     const zooKeeper = new Random(Math.imul(seed, 0x9e3779b1) ^ 0x5bd1e995);
-    const violation = await simulate(world, random, instances, zooKeeper);
+    const losses = new Random(Math.imul(seed, 0x85ebca6b) ^ 0xc2b2ae35);
+    const violation = await simulate(world, random, instances, { zooKeeper, losses });
     return { seed, violation, trace: world.trace, virtualMs: world.now() };
   } finally {
     for (const instance of instances) instance.dispose();
@@ -51,7 +53,7 @@ async function simulate(
   world: World,
   random: Random,
   instances: Instance[],
-  zooKeeper: Random,
+  { zooKeeper, losses }: { zooKeeper: Random; losses: Random },
 ): Promise<Violation | undefined> {
   // A quiet run has no faults, and no message lost or late by more than a lease's fraction:
   // there, fair mode must also serve its line in order.
@@ -101,7 +103,11 @@ async function simulate(
     granted: (key, token, fence) => checker.storeGranted(key, token, fence),
     leftLine: (key, token) => checker.storeLeftLine(key, token),
     released: (key, token) => checker.throttles?.released(key, token),
-    renewed: (_key, token, ttl) => checker.throttles?.renewed(token, ttl, world.now()),
+    renewed: (_key, token, ttl) => {
+      checker.storeWrote(token);
+      checker.throttles?.renewed(token, ttl, world.now());
+    },
+    transferred: (_key, token) => checker.storeWrote(token),
   };
   const backend: Backend = sessionTimeout
     ? new ZooKeeperBackend(network, names, seen, sessionTimeout, checker)
@@ -116,8 +122,13 @@ async function simulate(
   const faults = scheduleFaults(instances, network, random.fork(), quiet, (detail) =>
     checker.fail('unexpected error', `shutdown: ${detail}`),
   );
+  // Drawn apart, as the ZooKeeper choice is, so that the runs without a loss stay as they were.
+  const down =
+    backend instanceof RedisLikeBackend && !quiet && losses.chance(0.3)
+      ? scheduleStoreLoss(backend.space, network, losses, (since) => checker.storeLost(since))
+      : 0;
   const latest = 2 * (shape.maxLatency + shape.spike) + shape.noticeLag;
-  checker.slack = 2 * options.commandTimeout + faults.total + latest + 100;
+  checker.slack = 2 * options.commandTimeout + faults.total + down + latest + 100;
   if (random.chance(0.5)) {
     kinds.set(ELECTION, { type: 'mutex' });
     for (const instance of instances) {

@@ -31,6 +31,8 @@ export interface StoreSeen {
   released(key: string, token: string): void;
   /** The store renewed the lock of `token` with `ttl`. */
   renewed(key: string, token: string, ttl: number): void;
+  /** The store handed the lock of `key` off to `token`. */
+  transferred(key: string, token: string): void;
 }
 
 /** Short names for tokens, in the order the run first meets them, so that traces compare. */
@@ -156,7 +158,11 @@ export class SimStore implements LockStore {
     fencingToken: number,
   ): Promise<TransferOutcome> {
     const what = `transfer ${key} ${this.names.of(token)} → ${this.names.of(newToken)}`;
-    const apply = () => this.server.transfer(key, token, newToken, ttl, fencingToken);
+    const apply = async () => {
+      const outcome = await this.server.transfer(key, token, newToken, ttl, fencingToken);
+      if (outcome === 'transferred') this.seen.transferred(key, newToken);
+      return outcome;
+    };
     return this.call(key, what, apply, String);
   }
 
