@@ -327,6 +327,7 @@ function instancesSection(r: BenchResults, name: (id: string) => string): string
     String(res.maxOvertaken),
     res.sentPerSection.toFixed(2),
     res.subscriptionsPerSection.toFixed(2),
+    (res.wokenPerSection ?? 0).toFixed(2),
     res.serverCommandsPerSection.toFixed(1),
     String(res.lostUpdates + (res.overlaps ? ` (${res.overlaps} overlaps)` : '')),
     String(res.timeouts),
@@ -345,8 +346,9 @@ function instancesSection(r: BenchResults, name: (id: string) => string): string
     'handoff), one turn of the lock around every instance. In order: grants to the ' +
     'longest-waiting caller; overtaken: most later callers served before one caller. Sent: ' +
     'requests from all connections of all instances (subscribers included), per section; ' +
-    '(UN)SUBSCRIBE of them. Redis: commands executed (INFO commandstats, inside scripts too), ' +
-    'minus the counter’s.' +
+    '(UN)SUBSCRIBE of them. Woken: pub/sub messages the instances received, per section: ' +
+    'with one subscriber per process, how many processes a release wakes. Redis: commands ' +
+    'executed (INFO commandstats, inside scripts too), minus the counter’s.' +
     '\n\n' +
     table(
       [
@@ -361,6 +363,7 @@ function instancesSection(r: BenchResults, name: (id: string) => string): string
         'max overtaken',
         'sent/section',
         '(UN)SUBSCRIBE',
+        'woken/section',
         'Redis cmds/section',
         'lost updates',
         'timeouts',

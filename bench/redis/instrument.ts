@@ -23,6 +23,11 @@ export interface TracedSend {
  */
 export class CommandCounter {
   sent = 0;
+  /**
+   * Pub/sub messages the counted connections received: with one subscriber per process, how
+   * many processes the lock's notices woke.
+   */
+  received = 0;
   readonly byName = new Map<string, number>();
   private connections = 0;
   /** While tracing: every send (see {@link traceSends}), and per connection its round trips. */
@@ -106,6 +111,10 @@ export function instrument(client: Redis, counter: CommandCounter): Redis {
     }
     return reply;
   };
+  // ioredis emits these only while listened to, besides the Buffer forms a library may use.
+  for (const event of ['message', 'pmessage', 'smessage']) {
+    client.on(event, () => counter.received++);
+  }
   const duplicate = client.duplicate.bind(client);
   client.duplicate = (...args: Parameters<Redis['duplicate']>) =>
     instrument(duplicate(...args), counter);

@@ -44,7 +44,7 @@ interface Opened {
   work: Redis;
   workCounter: CommandCounter;
   /** Per implementation, the counters when its last round began. */
-  marks: Map<string, { byName: Map<string, number>; work: Map<string, number> }>;
+  marks: Map<string, { byName: Map<string, number>; work: Map<string, number>; received: number }>;
 }
 
 let opened: Opened | undefined;
@@ -83,6 +83,7 @@ async function runRound(
   state.marks.set(request.id, {
     byName: adapter.counter.snapshot(),
     work: state.workCounter.snapshot(),
+    received: adapter.counter.received,
   });
   await sleep(Math.max(0, request.startAt - systemNow()));
   const sections: InstanceSection[] = [];
@@ -120,7 +121,13 @@ function tally(state: Opened, id: string): InstanceTally {
   const sentByName = countDelta(mark.byName, adapter.counter.snapshot());
   let sent = 0;
   for (const calls of sentByName.values()) sent += calls;
-  return { sent, sentByName, work: countDelta(mark.work, state.workCounter.snapshot()) };
+  const received = adapter.counter.received - mark.received;
+  return {
+    sent,
+    sentByName,
+    received,
+    work: countDelta(mark.work, state.workCounter.snapshot()),
+  };
 }
 
 /** Closes every connection, once; then nothing keeps the process alive. */

@@ -33,6 +33,8 @@ export interface InstanceTally {
   /** By the implementation's connections (its subscriber included). */
   sent: number;
   sentByName: Map<string, number>;
+  /** Pub/sub messages the implementation's connections received. */
+  received: number;
   /** By the counter's connection, by name: to take out of Redis's counts. */
   work: Map<string, number>;
 }
@@ -70,6 +72,8 @@ type ReplyOf<T extends InstanceReply['type']> = Extract<InstanceReply, { type: T
 export interface InstancesRound extends Omit<ContendedRound, 'waitsMs' | 'sectionsMs'> {
   /** What the instances' lock connections sent, by name (SUBSCRIBE and UNSUBSCRIBE among them). */
   sentByName: Record<string, number>;
+  /** Pub/sub messages the instances' lock connections received. */
+  received: number;
 }
 
 /** Workload 10's figures for one implementation; those named as workload 3's mean the same. */
@@ -112,6 +116,11 @@ export interface InstancesResult extends Pick<
   sentPerSection: number;
   /** Of those, SUBSCRIBE and UNSUBSCRIBE. */
   subscriptionsPerSection: number;
+  /**
+   * Pub/sub messages the instances received, per section: each instance has one subscriber,
+   * so this is how many processes a release wakes (0 for the implementations that poll).
+   */
+  wokenPerSection: number;
   /** Commands Redis executed for the lock (INFO commandstats, inside scripts too), per section. */
   serverCommandsPerSection: number;
   sentByName: Record<string, number>;
@@ -210,6 +219,7 @@ export async function instancesRound(
       releaseErrors: total((r) => r.releaseErrors),
       commands,
       sentByName: Object.fromEntries(addByName(tallies.map((t) => t.sentByName))),
+      received: sum(tallies.map((t) => t.received)),
       firstError: reports.find((r) => r.firstError)?.firstError,
     },
     sections: all,
@@ -292,6 +302,7 @@ function summarize(
     releaseErrors: total((r) => r.releaseErrors),
     sentPerSection: round(commands.sent / completed),
     subscriptionsPerSection: round(subscriptions / completed, 3),
+    wokenPerSection: round(total((r) => r.received) / completed, 2),
     serverCommandsPerSection: round(commands.server / completed),
     commands,
     sentByName,
