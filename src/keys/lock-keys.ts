@@ -1,6 +1,6 @@
 import { MAX_KEY_LENGTH } from '../lock.constants.js';
 import { LockKeyResolutionError } from '../lock.errors.js';
-import { hashTag, slotOf, slotTag } from './cluster-slots.js';
+import { hashTag } from './hash-tag.js';
 
 /*
  * The key grammar. Every Redis key the library touches lies in one of three namespaces, told
@@ -14,28 +14,13 @@ import { hashTag, slotOf, slotTag } from './cluster-slots.js';
  *   library keys  "{" ...          a caller can name none of them (below)
  *   data keys     anything else    the resources of writeFenced: begin neither with "{" nor P
  *
- * The library's keys of locks all begin with "{" + P, so that a Redis ACL user confined to
- * `~P* ~{P*` runs every feature; each lies in the Redis Cluster hash slot of the key it serves:
+ * The names are checked here alike for every store. The library keys that the Redis stores
+ * keep beside a lock key are laid out in src/store/redis/redis-keys.ts. The guard of data key
+ * R, which every store is given, lies in R's slot, outside the prefix (an ACL for writeFenced
+ * names it beside R): {R}:fenced, or {T}:fenced:R when R's hash tag is T.
  *
- *   {K}:queue     {H+s}:queue:K    the queue of waiters of lock key K (zset) …
- *   {K}:waiters   {H+s}:waiters:K  … and their leases (hash); both deleted with the last waiter
- *   {K}:holders   {H+s}:holders:K  a semaphore's or read-write lock's holders (zset: token by
- *                                  expiry), their fencing tokens (hash), and its own queue of
- *   {K}:tenures   {H+s}:tenures:K  waiters and their leases (zset and hash, as the mutex's):
- *   {K}:line      {H+s}:line:K     all four deleted with the last holder or waiter
- *   {K}:places    {H+s}:places:K
- *   {P}:fence     {P+s}:fence      the fencing counter of the prefix: one per server, or one
- *                                  per hash slot on a Cluster
- *
- * The first form is for a key without braces that close, the second for a key with a hash tag
- * or with a "}" that closes none (a leadership's): H is the key up to its first brace (which
- * begins with P), and s three characters that bring the tag into the key's slot (see slotTag). The guard of data key R lies in R's
- * slot, outside the prefix (an ACL for writeFenced names it beside R): {R}:fenced, or
- * {T}:fenced:R when R's hash tag is T.
- *
- * A key with a "}" that closes no tag is refused, and neither P nor s holds a brace, so the
- * first "}" ends the tag and the role follows it: keys of different roles, or of different K
- * or R, are different, and so are the counters of different prefixes.
+ * A key with a "}" that closes no tag is refused, so the first "}" of a guard ends its tag and
+ * the role follows it: the guards of different R are different.
  */
 
 /**
@@ -103,6 +88,16 @@ export function toDataKey(lockPrefix: string, resource: unknown): string {
   return key;
 }
 
+/**
+ * The guard of a `writeFenced` resource: beside the data key, in its Redis Cluster hash slot,
+ * carrying the data key's own hash tag, or the whole key as its tag when it has none. Every
+ * store is given it (`LockStore.writeFenced`'s `guard`), whether it keys anything by it or not.
+ */
+export function guardKeyOf(dataKey: string): string {
+  const tag = hashTag(dataKey);
+  return tag === undefined ? `{${dataKey}}:fenced` : `{${tag}}:fenced:${dataKey}`;
+}
+
 /** How a leadership's lock key begins after the prefix: a name no caller can give a lock. */
 export const LEADER_KEY_INFIX = '{}leader:';
 
@@ -153,83 +148,4 @@ function checkedKey(what: string, prefix: string, key: unknown): string {
  */
 export function lockNameOf(prefix: string, key: string): string {
   return key.startsWith(prefix) ? key.slice(prefix.length) : key;
-}
-
-/** What the library keeps beside a lock key. */
-export type SideKeyRole = 'queue' | 'waiters' | 'holders' | 'tenures' | 'line' | 'places';
-
-/**
- * A key that the library keeps beside a lock key, in the same Redis Cluster hash slot and under
- * `{` + the key prefix: the whole key is its tag when the key has no brace that closes, and
- * otherwise a tag made of the key's text before its first brace, brought into the key's slot.
- */
-export function sideKeyOf(redisKey: string, role: SideKeyRole): string {
-  if (hashTag(redisKey) === undefined && !redisKey.includes('}')) return `{${redisKey}}:${role}`;
-  const head = redisKey.slice(0, redisKey.search(/[{}]/));
-  return `{${slotTag(slotOf(redisKey), head)}}:${role}:${redisKey}`;
-}
-
-/**
- * The guard of a `writeFenced` resource: beside the data key, in its Redis Cluster hash slot,
- * carrying the data key's own hash tag, or the whole key as its tag when it has none.
- */
-export function guardKeyOf(dataKey: string): string {
-  const tag = hashTag(dataKey);
-  return tag === undefined ? `{${dataKey}}:fenced` : `{${tag}}:fenced:${dataKey}`;
-}
-
-/**
- * The fencing counter that issues the tokens of a lock key: the counter of its key prefix and
- * hash slot on a Cluster (a script may only touch keys of one slot), and of its prefix alone
- * elsewhere. Either way there are at most as many counters per prefix as slots, however many
- * keys are locked, and apps with different prefixes share none.
- */
-export function fenceKeyOf(redisKey: string, prefix: string, perSlot: boolean): string {
-  return `{${perSlot ? slotTag(slotOf(redisKey), prefix) : prefix}}:fence`;
-}
-
-/** The keys of the acquire and release scripts, in the order they expect them. */
-export type ScriptKeys = [lock: string, fence: string, queue: string, waiters: string];
-
-/** The lock key followed by the keys beside it, in the order the scripts expect them. */
-export function scriptKeysOf(redisKey: string, prefix: string, perSlot: boolean): ScriptKeys {
-  return [
-    redisKey,
-    fenceKeyOf(redisKey, prefix, perSlot),
-    sideKeyOf(redisKey, 'queue'),
-    sideKeyOf(redisKey, 'waiters'),
-  ];
-}
-
-/**
- * The keys of the semaphore and read-write scripts: the lock key (which holds the kind's marker
- * while anybody holds a permit), the fencing counter, the queue of waiters and their leases
- * (laid out as the mutex's, in keys of their own), the holders, the mutex's queue, and the
- * holders' fencing tokens.
- */
-export type SharedScriptKeys = [
-  lock: string,
-  fence: string,
-  line: string,
-  places: string,
-  holders: string,
-  mutexQueue: string,
-  tenures: string,
-];
-
-/** The lock key followed by the keys the semaphore and read-write scripts keep beside it. */
-export function sharedScriptKeysOf(
-  redisKey: string,
-  prefix: string,
-  perSlot: boolean,
-): SharedScriptKeys {
-  return [
-    redisKey,
-    fenceKeyOf(redisKey, prefix, perSlot),
-    sideKeyOf(redisKey, 'line'),
-    sideKeyOf(redisKey, 'places'),
-    sideKeyOf(redisKey, 'holders'),
-    sideKeyOf(redisKey, 'queue'),
-    sideKeyOf(redisKey, 'tenures'),
-  ];
 }

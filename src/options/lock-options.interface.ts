@@ -1,5 +1,10 @@
 import type { LockStore } from '../store/lock-store.interface.js';
-import type { MemoryLockSpace } from '../store/memory/memory-space.js';
+import type {
+  MemoryLockSpace,
+  PostgresOptions,
+  PostgresPool,
+  ResolvedPostgres,
+} from '../store/backends.js';
 import type {
   GlideClientLike,
   IoRedisLikeClient,
@@ -11,11 +16,6 @@ import type {
   RedisClusterOptions,
   RedisConnectionOptions,
 } from './redis-connection-options.interface.js';
-import type {
-  PostgresOptions,
-  PostgresPool,
-  ResolvedPostgres,
-} from '../store/postgres/postgres.options.js';
 
 export type {
   GlideClientLike,

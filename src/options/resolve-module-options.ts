@@ -9,7 +9,7 @@ import {
 } from '../lock.constants.js';
 import { LONE_SURROGATE } from '../keys/lock-keys.js';
 import { LockOptionsError } from '../lock.errors.js';
-import { resolveMemorySpace } from '../store/memory/memory.options.js';
+import { BACKEND_OPTIONS } from '../store/backends.js';
 import type {
   LockModuleOptions,
   ResolvedLockOptions,
@@ -27,10 +27,6 @@ import {
   requireObject,
 } from './option-checks.js';
 import { resolveInstanceId } from './instance-id.js';
-import { resolveRedis, resolveRedisClient } from '../store/redis/redis.options.js';
-import { resolvePostgres } from '../store/postgres/postgres.options.js';
-import { resolveZooKeeper } from '../store/zookeeper/zookeeper.options.js';
-import { isOwnStore, resolveOwnStore } from '../store/custom/custom-store.options.js';
 
 const MODULE_OPTION_NAMES = new Set([
   'redis',
@@ -85,14 +81,14 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
   rejectUnknown(given, MODULE_OPTION_NAMES);
   if (given.postgres !== undefined) return resolvePostgresModule(given);
   if (given.zookeeper !== undefined) return resolveZooKeeperModule(given);
-  if (isOwnStore(given.store)) return resolveOwnStoreModule(given, given.store);
+  if (BACKEND_OPTIONS.own.isGiven(given.store)) return resolveOwnStoreModule(given, given.store);
   const store = resolveStore(given);
   // The memory store keeps Redis's semantics, and so the checks of Redis's options.
-  const redisClient = resolveRedisClient(given.redisClient);
-  const redis = resolveRedis(given.redis, redisClient);
+  const redisClient = BACKEND_OPTIONS.redis.resolveClient(given.redisClient);
+  const redis = BACKEND_OPTIONS.redis.resolve(given.redis, redisClient);
   rejectOptionsOfOtherTopologies(given, redis);
   const { ttl, commandTimeout, nodeTimeout } = resolveTimeouts(given, redis);
-  const memorySpace = resolveMemorySpace(given.memorySpace, store);
+  const memorySpace = BACKEND_OPTIONS.memory.resolveSpace(given.memorySpace, store);
   const common = {
     fair: checkBoolean('fair', given.fair ?? redis.topology !== 'redlock'),
     keyPrefix: resolveKeyPrefix(given.keyPrefix),
@@ -117,13 +113,13 @@ export function resolveModuleOptions(options: LockModuleOptions | undefined): Re
 
 /** The options with `zookeeper`, which refuses the options of the Redis topologies. */
 function resolveZooKeeperModule(given: GivenOptions): ResolvedLockOptions {
-  const { zookeeper, ttl } = resolveZooKeeper(given);
+  const { zookeeper, ttl } = BACKEND_OPTIONS.zookeeper.resolve(given);
   return { store: 'zookeeper', zookeeper, ...resolveCommon(given, ttl, true), watchdog: true };
 }
 
 /** The options with `postgres`, which refuses the options of the other backends. */
 function resolvePostgresModule(given: GivenOptions): ResolvedLockOptions {
-  const postgres = resolvePostgres(given);
+  const postgres = BACKEND_OPTIONS.postgres.resolve(given);
   const fair = checkBoolean('fair', given.fair ?? true);
   return {
     store: 'postgres',
@@ -134,7 +130,7 @@ function resolvePostgresModule(given: GivenOptions): ResolvedLockOptions {
 
 /** The options with a store of one's own, which refuses the options of the other backends. */
 function resolveOwnStoreModule(given: GivenOptions, store: object): ResolvedLockOptions {
-  const own = resolveOwnStore(given, store);
+  const own = BACKEND_OPTIONS.own.resolve(given, store);
   // Whether waiters keep a line is the store's to declare.
   const fair = own.capabilities.queueing;
   return {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { LockModuleOptions } from '../../src/index.js';
-import { sideKeyOf } from '../../src/keys/lock-keys.js';
+import { sideKeyOf } from '../../src/store/redis/redis-keys.js';
 import { until } from '../support/backends.js';
 import { LockProcess } from '../support/lock-child.js';
 import { rawClient, sharedRedisUrl, sleep, uniquePrefix } from '../support/lock-app.js';

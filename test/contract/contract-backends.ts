@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import pg from 'pg';
 import { MemoryLockSpace, type LockModuleOptions } from '../../src/index.js';
-import { sideKeyOf } from '../../src/keys/lock-keys.js';
+import { sideKeyOf } from '../../src/store/redis/redis-keys.js';
 import { rawClient, sharedRedisUrl } from '../support/lock-app.js';
 import { PostgresServer } from '../support/postgres-server.js';
 import { RedisClusterHarness } from '../support/redis-cluster.js';

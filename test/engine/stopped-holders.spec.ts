@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { Redis } from 'ioredis';
-import { sideKeyOf } from '../../src/keys/lock-keys.js';
+import { sideKeyOf } from '../../src/store/redis/redis-keys.js';
 import { bootLockApp, rawClient, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
 import { RedisServer } from '../support/redis-server.js';
 import { startWaitingProcess, type WaitingProcessOptions } from '../support/waiting-child.js';

@@ -1,5 +1,5 @@
 import { LockKeyResolutionError, StaleFencingTokenError } from '../../src/index.js';
-import { sideKeyOf } from '../../src/keys/lock-keys.js';
+import { sideKeyOf } from '../../src/store/redis/redis-keys.js';
 import { backends, type Backend } from '../support/backends.js';
 import { bootLockApp, uniquePrefix, type LockApp } from '../support/lock-app.js';
 

@@ -1,5 +1,5 @@
 import type { LockModuleOptions } from '../../src/index.js';
-import { sideKeyOf } from '../../src/keys/lock-keys.js';
+import { sideKeyOf } from '../../src/store/redis/redis-keys.js';
 import { processSpace } from '../../src/store/memory/memory-space.js';
 import { bootLockApp, rawClient, sharedRedisUrl, sleep, type LockApp } from './lock-app.js';
 

@@ -9,8 +9,8 @@ import {
   WithLock,
   type Lock,
 } from '../../src/index.js';
-import { slotOf } from '../../src/keys/cluster-slots.js';
-import { fenceKeyOf, sideKeyOf } from '../../src/keys/lock-keys.js';
+import { slotOf } from '../../src/store/redis/cluster-slots.js';
+import { fenceKeyOf, sideKeyOf } from '../../src/store/redis/redis-keys.js';
 import { RedisClusterHarness } from '../support/redis-cluster.js';
 import { bootLockApp, sleep, uniquePrefix, type LockApp } from '../support/lock-app.js';
 

@@ -5,7 +5,7 @@ import {
   LockReplicationError,
   type LockModuleOptions,
 } from '../../src/index.js';
-import { sideKeyOf } from '../../src/keys/lock-keys.js';
+import { sideKeyOf } from '../../src/store/redis/redis-keys.js';
 import { RedisSentinelHarness } from '../support/redis-sentinel.js';
 import { aborted, bootLockApp, commandCalls, sleep, type LockApp } from '../support/lock-app.js';
 import { holderIn } from '../support/lock-value.js';

@@ -1,4 +1,5 @@
-import { CLUSTER_SLOTS, hashTag, slotOf, slotTag } from '../../src/keys/cluster-slots.js';
+import { hashTag } from '../../src/keys/hash-tag.js';
+import { CLUSTER_SLOTS, slotOf, slotTag } from '../../src/store/redis/cluster-slots.js';
 
 /** What `CLUSTER KEYSLOT` answers for each key (asked of a Redis 7.0 cluster node). */
 const KEYSLOTS: [key: string, slot: number][] = [

@@ -1,16 +1,18 @@
 import { LockKeyResolutionError } from '../../src/index.js';
-import { CLUSTER_SLOTS, slotOf, slotTag } from '../../src/keys/cluster-slots.js';
+import { CLUSTER_SLOTS, slotOf, slotTag } from '../../src/store/redis/cluster-slots.js';
 import {
-  fenceKeyOf,
   guardKeyOf,
   lockIdsOf,
   leaderIdOf,
-  scriptKeysOf,
-  sharedScriptKeysOf,
-  sideKeyOf,
   toDataKey,
   toStoreKey,
 } from '../../src/keys/lock-keys.js';
+import {
+  fenceKeyOf,
+  scriptKeysOf,
+  sharedScriptKeysOf,
+  sideKeyOf,
+} from '../../src/store/redis/redis-keys.js';
 
 describe('the key grammar', () => {
   it('hashes keys as Redis Cluster does', () => {

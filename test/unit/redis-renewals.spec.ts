@@ -1,4 +1,4 @@
-import { slotOf } from '../../src/keys/cluster-slots.js';
+import { slotOf } from '../../src/store/redis/cluster-slots.js';
 import type { RenewalEntry } from '../../src/store/lock-store.interface.js';
 import type { KindScripts } from '../../src/store/redis/redis-kinds.js';
 import { renewInChunks } from '../../src/store/redis/redis-renewals.js';

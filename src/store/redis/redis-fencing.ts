@@ -1,5 +1,5 @@
 import type { RedisClientPort } from './redis-client.port.js';
-import { fenceKeyOf } from '../../keys/lock-keys.js';
+import { fenceKeyOf } from './redis-keys.js';
 import type { FencedWriteOutcome } from '../lock-store.interface.js';
 import { CLAIM_SCRIPT } from './scripts/claim.script.js';
 import { FENCED_WRITE_SCRIPT } from './scripts/fenced-write.script.js';

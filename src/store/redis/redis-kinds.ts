@@ -1,10 +1,5 @@
 import type { RedisClientPort } from './redis-client.port.js';
-import {
-  scriptKeysOf,
-  sharedScriptKeysOf,
-  sideKeyOf,
-  type SideKeyRole,
-} from '../../keys/lock-keys.js';
+import { scriptKeysOf, sharedScriptKeysOf, sideKeyOf, type SideKeyRole } from './redis-keys.js';
 import { kindOfToken } from '../lock-kind.js';
 import {
   QUEUE_LEASE,

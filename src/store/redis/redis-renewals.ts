@@ -1,4 +1,4 @@
-import { slotOf } from '../../keys/cluster-slots.js';
+import { slotOf } from './cluster-slots.js';
 import type { RenewalEntry } from '../lock-store.interface.js';
 import type { KindScripts } from './redis-kinds.js';
 import type { TimedCommand } from '../timed-command.js';

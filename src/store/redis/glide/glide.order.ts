@@ -1,4 +1,4 @@
-import { slotOf } from '../../../keys/cluster-slots.js';
+import { slotOf } from '../cluster-slots.js';
 
 /**
  * Keeps the order of the commands on each hash slot. The port promises that calls made one

@@ -1,4 +1,4 @@
-import type { ScriptKeys } from '../../../keys/lock-keys.js';
+import type { ScriptKeys } from '../redis-keys.js';
 import { LuaScript } from './lua-script.js';
 import { NEXT_FENCE_LUA } from './fence.lua.js';
 import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';

@@ -1,4 +1,4 @@
-import { sideKeyOf } from '../../../keys/lock-keys.js';
+import { sideKeyOf } from '../redis-keys.js';
 import type { TransferOutcome } from '../../lock-store.interface.js';
 import { LuaScript } from './lua-script.js';
 import { integerOf } from './script-reply.js';

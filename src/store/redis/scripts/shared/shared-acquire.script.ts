@@ -1,4 +1,4 @@
-import type { SharedScriptKeys } from '../../../../keys/lock-keys.js';
+import type { SharedScriptKeys } from '../../redis-keys.js';
 import type { AcquireAttempt } from '../../../lock-store.interface.js';
 import type { AcquireArgs } from '../acquire.script.js';
 import { LuaScript } from '../lua-script.js';

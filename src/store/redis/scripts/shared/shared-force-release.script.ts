@@ -1,4 +1,4 @@
-import type { SharedScriptKeys } from '../../../../keys/lock-keys.js';
+import type { SharedScriptKeys } from '../../redis-keys.js';
 import {
   forceReleaseOutcomeOf,
   type ForceReleaseArgs,

@@ -1,4 +1,4 @@
-import type { SharedScriptKeys } from '../../../../keys/lock-keys.js';
+import type { SharedScriptKeys } from '../../redis-keys.js';
 import type { ReleaseOutcome } from '../../../lock-store.interface.js';
 import { LuaScript } from '../lua-script.js';
 import type { ReleaseArgs } from '../release.script.js';

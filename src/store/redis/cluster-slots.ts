@@ -1,16 +1,9 @@
+import { hashTag } from '../../keys/hash-tag.js';
+
 /*
  * How Redis Cluster places keys in hash slots, computed here to batch per slot and to name keys
  * that lie in a given slot (a fencing counter per slot, the keys beside a key with a hash tag).
  */
-
-/** The hash tag Redis Cluster would hash for this key, if it has one. */
-export function hashTag(key: string): string | undefined {
-  const open = key.indexOf('{');
-  if (open < 0) return undefined;
-  const close = key.indexOf('}', open + 1);
-  if (close <= open + 1) return undefined;
-  return key.slice(open + 1, close);
-}
 
 /** Number of hash slots in a Redis Cluster. */
 export const CLUSTER_SLOTS = 16_384;
