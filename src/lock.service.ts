@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LOCK_ENGINE, LOCK_OPTIONS } from './lock.constants.js';
 import type { LockEngine } from './engine/lock-engine.js';
 import { writeFenced } from './engine/fenced-write.js';
+import { facetOf } from './store/capabilities.js';
 import { checkHandle } from './engine/handles.js';
 import { MultiHeldLock } from './engine/multi-held-lock.js';
 import { lockIdOf, lockIdsOf } from './keys/lock-keys.js';
@@ -184,7 +185,7 @@ export class LockService {
 
   /** Whether anybody (this process or another) holds the lock on `key`. */
   async isLocked(key: string): Promise<boolean> {
-    return this.engine.store.isLocked(lockIdOf(this.keyPrefix, key).key);
+    return facetOf(this.engine.store, 'isLocked')(lockIdOf(this.keyPrefix, key).key);
   }
 
   /**
@@ -201,7 +202,7 @@ export class LockService {
    */
   async inspect(key: string): Promise<LockInfo> {
     const id = lockIdOf(this.keyPrefix, key);
-    return lockInfoOf(id.key, await this.engine.store.inspect(id.key));
+    return lockInfoOf(id.key, await facetOf(this.engine.store, 'inspect')(id.key));
   }
 
   /**
@@ -219,7 +220,7 @@ export class LockService {
    */
   async forceRelease(key: string): Promise<number> {
     const id = lockIdOf(this.keyPrefix, key);
-    const evicted = await this.engine.store.forceRelease(id.key);
+    const evicted = await facetOf(this.engine.store, 'forceRelease')(id.key);
     if (evicted > 0) {
       new Logger(LockService.name).warn(
         `Lock "${id.name}" was force-released: ${evicted} holder(s) evicted`,

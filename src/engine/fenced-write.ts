@@ -1,6 +1,7 @@
-import { guardKeyOf, toDataKey } from '../keys/lock-keys.js';
+import { toDataKey } from '../keys/lock-keys.js';
 import { LockOptionsError, StaleFencingTokenError } from '../lock.errors.js';
 import { checkTtl } from '../options/option-checks.js';
+import { facetOf } from '../store/capabilities.js';
 import type { LockStore } from '../store/lock-store.interface.js';
 
 /**
@@ -20,7 +21,8 @@ export async function writeFenced(
     throw new LockOptionsError('fencingToken', fencingToken, 'a fencing token from a Lock');
   }
   const ttl = request.ttl === undefined ? 0 : checkTtl('ttl', request.ttl);
-  const result = await store.writeFenced(key, guardKeyOf(key), value, fencingToken, ttl);
+  const write = facetOf(store, 'writeFenced');
+  const result = await write(key, value, fencingToken, ttl);
   if (!result.written) {
     throw new StaleFencingTokenError(resource, fencingToken, result.highestSeen);
   }

@@ -7,6 +7,7 @@ import {
 import type { LockId } from '../keys/lock-keys.js';
 import type { LockHandle } from '../lock.js';
 import { kindOfToken } from '../store/lock-kind.js';
+import { facetOf } from '../store/capabilities.js';
 import type { LockStore } from '../store/lock-store.interface.js';
 import { monotonicNow } from './clock.js';
 import type { HandleParts } from './handles.js';
@@ -130,7 +131,7 @@ async function proveFencingToken(
   { name, key }: LockId,
   { token, fencingToken }: LockHandle,
 ): Promise<void> {
-  const { holders } = await store.inspect(key);
+  const { holders } = await facetOf(store, 'inspect', 'LockService.adopt')(key);
   const hold = holders.find((holder) => holder.token === token);
   if (hold === undefined) {
     throw new LockLostError(name, 'its handle could not be adopted: the hold was gone');

@@ -138,7 +138,7 @@ export class Waiters {
       (emptied) => this.linger(emptied),
       // A renewal that fails costs at most those callers their places: they queue again when
       // they reach the head.
-      (tokens) => void this.store.keepPlaces(key, tokens).catch(() => undefined),
+      (tokens) => void this.store.keepPlaces?.(key, tokens).catch(() => undefined),
     );
     this.queues.set(key, queue);
     this.subscribe(queue, RESUBSCRIBE_FIRST);

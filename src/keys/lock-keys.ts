@@ -3,8 +3,8 @@ import { LockKeyResolutionError } from '../lock.errors.js';
 import { hashTag } from './hash-tag.js';
 
 /*
- * The key grammar. Every Redis key the library touches lies in one of three namespaces, told
- * apart by how the key begins, so that no name a caller gives can reach into another:
+ * The key grammar. Every key the library touches lies in one of four namespaces, told apart
+ * by how the key begins, so that no name a caller gives can reach into another:
  *
  *   lock keys     P + name         P: the keyPrefix, not empty and without braces (checked at
  *                                  boot), so a lock key never begins with "{"
@@ -14,13 +14,9 @@ import { hashTag } from './hash-tag.js';
  *   library keys  "{" ...          a caller can name none of them (below)
  *   data keys     anything else    the resources of writeFenced: begin neither with "{" nor P
  *
- * The names are checked here alike for every store. The library keys that the Redis stores
- * keep beside a lock key are laid out in src/store/redis/redis-keys.ts. The guard of data key
- * R, which every store is given, lies in R's slot, outside the prefix (an ACL for writeFenced
- * names it beside R): {R}:fenced, or {T}:fenced:R when R's hash tag is T.
- *
- * A key with a "}" that closes no tag is refused, so the first "}" of a guard ends its tag and
- * the role follows it: the guards of different R are different.
+ * The names are checked here alike for every store, so that a name valid on one backend is
+ * valid on all. The library keys that the Redis stores keep beside a lock key, and the guard
+ * beside a data key, are laid out in src/store/redis/redis-keys.ts.
  */
 
 /**
@@ -86,16 +82,6 @@ export function toDataKey(lockPrefix: string, resource: unknown): string {
     );
   }
   return key;
-}
-
-/**
- * The guard of a `writeFenced` resource: beside the data key, in its Redis Cluster hash slot,
- * carrying the data key's own hash tag, or the whole key as its tag when it has none. Every
- * store is given it (`LockStore.writeFenced`'s `guard`), whether it keys anything by it or not.
- */
-export function guardKeyOf(dataKey: string): string {
-  const tag = hashTag(dataKey);
-  return tag === undefined ? `{${dataKey}}:fenced` : `{${tag}}:fenced:${dataKey}`;
 }
 
 /** How a leadership's lock key begins after the prefix: a name no caller can give a lock. */

@@ -5,6 +5,7 @@ import { leaderIdOf } from '../keys/lock-keys.js';
 import { LOCK_ENGINE, LOCK_OPTIONS } from '../lock.constants.js';
 import { LockOptionsError } from '../lock.errors.js';
 import { lockInfoOf } from '../lock-info.js';
+import { facetOf } from '../store/capabilities.js';
 import type { ResolvedLockOptions } from '../options/lock-options.interface.js';
 import { checkTtl } from '../options/option-checks.js';
 import { Candidacy } from './candidacy.js';
@@ -96,7 +97,10 @@ export class LeaderElections {
    */
   async holder(name: string): Promise<{ owner: string; epoch: number } | null> {
     const { key } = leaderIdOf(this.options.keyPrefix, name);
-    const [holder] = lockInfoOf(key, await this.engine.store.inspect(key)).holders;
+    const [holder] = lockInfoOf(
+      key,
+      await facetOf(this.engine.store, 'inspect', 'LeaderService.leader')(key),
+    ).holders;
     if (holder?.fencingToken === undefined) return null;
     return { owner: holder.owner, epoch: holder.fencingToken };
   }

@@ -1,5 +1,6 @@
-import { LockOptionsError } from '../lock.errors.js';
+import { LockError, LockOptionsError } from '../lock.errors.js';
 import type { ResolvedAcquireOptions } from '../options/lock-options.interface.js';
+import type { LockStore } from './lock-store.interface.js';
 
 /** What a lock store can do, as it declares it; the library refuses the rest in one place. */
 export interface LockStoreCapabilities {
@@ -37,8 +38,31 @@ export interface LockStoreCapabilities {
   readonly handles: boolean;
   /** Why the store lacks what it lacks, for the error that refuses it. */
   readonly why?: Partial<
-    Record<'throttle' | 'kinds' | 'keepAlive' | 'leadership' | 'permits' | 'handles', string>
+    Record<
+      'throttle' | 'kinds' | 'keepAlive' | 'leadership' | 'permits' | 'handles' | Facet,
+      string
+    >
   >;
+}
+
+/** The methods of {@link LockStore} that a store may lack, and the calls that need them. */
+export type Facet = 'isLocked' | 'inspect' | 'forceRelease' | 'writeFenced';
+
+/**
+ * The store's method `facet`, bound to it, for the call that needs it (`for`, as the error
+ * names it: `LockService.inspect`, say).
+ * @throws LockError when the store has no such method, naming the call and the backend,
+ *   followed by the store's reason (`capabilities.why`) when it gives one
+ */
+export function facetOf<F extends Facet>(
+  store: LockStore,
+  facet: F,
+  call = `LockService.${facet}`,
+): NonNullable<LockStore[F]> {
+  const method = store[facet] as ((...args: never[]) => unknown) | undefined;
+  if (typeof method === 'function') return method.bind(store) as NonNullable<LockStore[F]>;
+  const { backend, why = {} } = store.capabilities;
+  throw new LockError(`${call}: nothing with ${backend}${why[facet] ?? ''}`);
 }
 
 /** What {@link refuseUnsupported} checks: an acquisition's options, or the hand-off of a lock. */

@@ -87,6 +87,10 @@ export type FencedWriteOutcome = { written: true } | { written: false; highestSe
 /**
  * Where the atomic work on locks happens. Keys are full keys (prefix included).
  * A store knows nothing of Nest; failures to reach the backend reject with `LockConnectionError`.
+ *
+ * Six methods make a store: {@link acquire}, {@link release}, {@link renew}, {@link subscribe},
+ * {@link ping} and {@link close}. The others are facets a store may have: the library uses
+ * each where the store has it, and refuses the call that needs one it lacks (see `facetOf`).
  */
 export interface LockStore {
   /** What the store can do; what it cannot is refused before it is asked (see `refuseUnsupported`). */
@@ -126,9 +130,9 @@ export interface LockStore {
   /**
    * Renews the queue leases of `tokens` that still have a place in `key`'s queue (never gives
    * one), as their attempts would: for waiters that wait behind another of their process, which
-   * alone makes attempts. A store without a queue does nothing.
+   * alone makes attempts. Required of a store that declares `queueing`.
    */
-  keepPlaces(key: string, tokens: readonly string[]): Promise<void>;
+  keepPlaces?(key: string, tokens: readonly string[]): Promise<void>;
   /**
    * Compare-and-pexpire for each entry, in one round trip; `false` where the token is gone,
    * `undefined` where the store could not tell (RedLock: too few masters answered for it).
@@ -174,16 +178,20 @@ export interface LockStore {
     ttl: number,
     fencingToken: number,
   ): Promise<TransferOutcome>;
-  /** Whether anybody holds the lock (or a throttle's window keeps it taken). */
-  isLocked(key: string): Promise<boolean>;
-  /** Who holds `key` and how many wait for it, as the store sees it at one moment. */
-  inspect(key: string): Promise<StoredLock>;
+  /** `LockService.isLocked`: whether anybody holds the lock (or a throttle's window keeps it taken). */
+  isLocked?(key: string): Promise<boolean>;
+  /**
+   * `LockService.inspect`, a leader's identity, and `adopt` where the store has no
+   * {@link transfer}: who holds `key` and how many wait for it, as the store sees it at one
+   * moment.
+   */
+  inspect?(key: string): Promise<StoredLock>;
   /**
    * Frees `key` whoever holds it, as their releases would (the head of the line gets its
    * turn): their next renewal or release finds their token gone. Resolves how many holders it
    * evicted.
    */
-  forceRelease(key: string): Promise<number>;
+  forceRelease?(key: string): Promise<number>;
   /**
    * One cheap round trip to the backend, for health checks: resolves what the store can tell of
    * it (RedLock: how many masters answered), rejects with `LockConnectionError` when it gets no
@@ -194,12 +202,12 @@ export interface LockStore {
   /** What the store knows of its connection without asking (ZooKeeper: its session's state). */
   connectionDetails?(): Record<string, unknown>;
   /**
-   * Sets `resource` to `value` (for `ttl` ms; 0: no expiry) if `fencingToken` is at least the
-   * highest token recorded in `guard`, and records it. Reports the highest token on refusal.
+   * `LockService.writeFenced`: sets `resource` to `value` (for `ttl` ms; 0: no expiry) if
+   * `fencingToken` is at least the highest token recorded for `resource`, and records it, in
+   * one atomic step. Reports the highest token on refusal.
    */
-  writeFenced(
+  writeFenced?(
     resource: string,
-    guard: string,
     value: string,
     fencingToken: number,
     ttl: number,

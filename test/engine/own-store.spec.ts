@@ -1,4 +1,4 @@
-import { MemoryLockSpace } from '../../src/index.js';
+import { LockError, LockOptionsError, MemoryLockSpace } from '../../src/index.js';
 import { MemoryLockStore } from '../../src/store/memory/memory.store.js';
 import { bootLockApp } from '../support/lock-app.js';
 import { OwnStore } from '../support/own-store.js';
@@ -42,5 +42,54 @@ describe('a store of the app’s own', () => {
     } finally {
       await Promise.all([hander.close(), adopter.close()]);
     }
+  });
+
+  it('needs only the six methods of every store; a call that needs a facet it lacks is refused by name', async () => {
+    const space = new MemoryLockSpace();
+    const own = new OwnStore(new MemoryLockStore(true, space.state, 'own:'), { core: true });
+    const app = await bootLockApp({ store: own, keyPrefix: 'own:' });
+    try {
+      // Locks, waits, renewals and releases need nothing else.
+      const lock = await app.locks.acquire('k', { ttl: 300 });
+      const waiter = app.locks.acquire('k', { waitTimeout: 5_000 });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(lock.signal.aborted).toBe(false);
+      expect(await lock.release()).toBe(true);
+      expect(await (await waiter).release()).toBe(true);
+      for (const [call, method] of [
+        [() => app.locks.isLocked('k'), 'isLocked'],
+        [() => app.locks.inspect('k'), 'inspect'],
+        [() => app.locks.forceRelease('k'), 'forceRelease'],
+        [() => app.locks.writeFenced('doc:1', 'v', lock.fencingToken), 'writeFenced'],
+      ] as const) {
+        const error: unknown = await call().then(
+          () => undefined,
+          (reason: unknown) => reason,
+        );
+        expect(error).toBeInstanceOf(LockError);
+        expect(error).toMatchObject({
+          message: `LockService.${method}: nothing with an own store`,
+        });
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('is refused at boot when a facet is there but not a method, or when it hands locks off with no way to adopt', async () => {
+    const space = new MemoryLockSpace();
+    const inner = new MemoryLockStore(true, space.state, 'own:');
+    const broken = Object.assign(new OwnStore(inner), { inspect: 'yes' });
+    await expect(bootLockApp({ store: broken, keyPrefix: 'own:' })).rejects.toMatchObject({
+      option: 'store.inspect',
+    });
+    const core = new OwnStore(inner, { core: true });
+    const handing = Object.assign(core, { capabilities: { ...core.capabilities, handles: true } });
+    const refused: unknown = await bootLockApp({ store: handing, keyPrefix: 'own:' }).then(
+      () => undefined,
+      (reason: unknown) => reason,
+    );
+    expect(refused).toBeInstanceOf(LockOptionsError);
+    expect(refused).toMatchObject({ option: 'store.inspect' });
   });
 });

@@ -190,12 +190,11 @@ export class SimStore implements LockStore {
 
   writeFenced(
     resource: string,
-    guard: string,
     value: string,
     fencingToken: number,
     ttl: number,
   ): Promise<FencedWriteOutcome> {
-    const apply = () => this.server.writeFenced(resource, guard, value, fencingToken, ttl);
+    const apply = () => this.server.writeFenced(resource, value, fencingToken, ttl);
     const told = (outcome: FencedWriteOutcome) => (outcome.written ? 'written' : 'refused');
     return this.call(resource, `writeFenced ${resource} ${fencingToken}`, apply, told);
   }

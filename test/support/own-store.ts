@@ -1,12 +1,10 @@
 import type {
   AcquireAttempt,
-  FencedWriteOutcome,
   LockEvent,
   LockStore,
   LockStoreCapabilities,
   ReleaseOutcome,
   RenewalEntry,
-  StoredLock,
 } from '../../src/index.js';
 
 /**
@@ -21,18 +19,42 @@ export class OwnStore implements LockStore {
 
   /** Where a hold's window is kept apart from the lock (see `LockStore.holdWindow`). */
   readonly holdWindow?: LockStore['holdWindow'];
-
   /** Where an adopted lock's hold moves to the adopter's token (see `LockStore.transfer`). */
   readonly transfer?: LockStore['transfer'];
+  readonly keepPlaces?: LockStore['keepPlaces'];
+  readonly isLocked?: LockStore['isLocked'];
+  readonly inspect?: LockStore['inspect'];
+  readonly forceRelease?: LockStore['forceRelease'];
+  readonly writeFenced?: LockStore['writeFenced'];
 
-  /** @param options.transfer `false` for a store without `transfer` (which adopts by renewing) */
+  /**
+   * @param options.transfer `false` for a store without `transfer` (which adopts by renewing)
+   * @param options.core only the six methods every store has: none of the optional facets
+   *   (`keepPlaces`, `isLocked`, `inspect`, `forceRelease`, `writeFenced`, `holdWindow`,
+   *   `transfer`), and so no line of waiters, throttle or hand-off either
+   */
   constructor(
     private readonly inner: LockStore,
-    options: { transfer?: boolean } = {},
+    options: { transfer?: boolean; core?: boolean } = {},
   ) {
     this.capabilities = { ...inner.capabilities, backend: 'an own store' };
+    if (options.core) {
+      this.capabilities = {
+        ...this.capabilities,
+        queueing: false,
+        throttle: false,
+        handles: false,
+        kinds: false,
+      };
+      return;
+    }
     if (inner.holdWindow) this.holdWindow = inner.holdWindow.bind(inner);
     if (inner.transfer && options.transfer !== false) this.transfer = inner.transfer.bind(inner);
+    this.keepPlaces = inner.keepPlaces?.bind(inner);
+    this.isLocked = inner.isLocked?.bind(inner);
+    this.inspect = inner.inspect?.bind(inner);
+    this.forceRelease = inner.forceRelease?.bind(inner);
+    this.writeFenced = inner.writeFenced?.bind(inner);
   }
 
   acquire(
@@ -51,38 +73,12 @@ export class OwnStore implements LockStore {
     return this.inner.release(key, token, successor);
   }
 
-  keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
-    return this.inner.keepPlaces(key, tokens);
-  }
-
   renew(entries: readonly RenewalEntry[]): Promise<(boolean | undefined)[]> {
     return this.inner.renew(entries);
   }
 
-  isLocked(key: string): Promise<boolean> {
-    return this.inner.isLocked(key);
-  }
-
-  inspect(key: string): Promise<StoredLock> {
-    return this.inner.inspect(key);
-  }
-
-  forceRelease(key: string): Promise<number> {
-    return this.inner.forceRelease(key);
-  }
-
   ping(): Promise<Record<string, unknown>> {
     return this.inner.ping();
-  }
-
-  writeFenced(
-    resource: string,
-    guard: string,
-    value: string,
-    fencingToken: number,
-    ttl: number,
-  ): Promise<FencedWriteOutcome> {
-    return this.inner.writeFenced(resource, guard, value, fencingToken, ttl);
   }
 
   subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {

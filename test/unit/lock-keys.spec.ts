@@ -1,7 +1,6 @@
 import { LockKeyResolutionError } from '../../src/index.js';
 import { CLUSTER_SLOTS, slotOf, slotTag } from '../../src/store/redis/cluster-slots.js';
 import {
-  guardKeyOf,
   lockIdsOf,
   leaderIdOf,
   toDataKey,
@@ -9,6 +8,7 @@ import {
 } from '../../src/keys/lock-keys.js';
 import {
   fenceKeyOf,
+  guardKeyOf,
   scriptKeysOf,
   sharedScriptKeysOf,
   sideKeyOf,

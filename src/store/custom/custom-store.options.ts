@@ -2,19 +2,20 @@ import { LockOptionsError } from '../../lock.errors.js';
 import { isRecord } from '../../options/option-checks.js';
 import type { LockStore } from '../lock-store.interface.js';
 
-/** The methods a store of one's own must have; the optional ones are checked where used. */
-const REQUIRED_METHODS = [
-  'acquire',
-  'release',
+/** The methods every store has (see `LockStore`). */
+const REQUIRED_METHODS = ['acquire', 'release', 'renew', 'subscribe', 'ping', 'close'] as const;
+/** The facets a store may have: absent, or methods. */
+const OPTIONAL_METHODS = [
   'keepPlaces',
-  'renew',
   'isLocked',
   'inspect',
   'forceRelease',
-  'ping',
   'writeFenced',
-  'subscribe',
-  'close',
+  'holdWindow',
+  'handedOff',
+  'transfer',
+  'connectionDetails',
+  'open',
 ] as const;
 
 /** What `capabilities` must declare, and as what. */
@@ -74,6 +75,15 @@ function checkOwnStore(store: object): LockStore {
       throw new LockOptionsError(`store.${method}`, candidate[method], 'a method (see LockStore)');
     }
   }
+  for (const method of OPTIONAL_METHODS) {
+    if (candidate[method] !== undefined && typeof candidate[method] !== 'function') {
+      throw new LockOptionsError(
+        `store.${method}`,
+        candidate[method],
+        'a method, or nothing (see LockStore)',
+      );
+    }
+  }
   const capabilities = candidate.capabilities;
   if (!isRecord(capabilities)) {
     throw new LockOptionsError(
@@ -90,6 +100,14 @@ function checkOwnStore(store: object): LockStore {
         'a value that LockStoreCapabilities allows',
       );
     }
+  }
+  if (capabilities.handles === true && candidate.transfer === undefined && !candidate.inspect) {
+    // `adopt` reads the hold's fencing token where it cannot move the hold.
+    throw new LockOptionsError(
+      'store.inspect',
+      candidate.inspect,
+      'a method, or a transfer, for a store that declares handles',
+    );
   }
   return store as LockStore;
 }

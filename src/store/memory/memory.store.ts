@@ -187,18 +187,17 @@ export class MemoryLockStore implements LockStore {
 
   async writeFenced(
     resource: string,
-    guard: string,
     value: string,
     fencingToken: number,
     ttl: number,
   ): Promise<FencedWriteOutcome> {
-    const highestSeen = this.space.guards.get(guard) ?? 0;
+    const highestSeen = this.space.guards.get(resource) ?? 0;
     if (fencingToken < highestSeen) return { written: false, highestSeen };
     this.space.put(this.space.values, resource, {
       value,
       expiresAt: ttl > 0 ? monotonicNow() + ttl : Infinity,
     });
-    this.space.guards.set(guard, fencingToken);
+    this.space.guards.set(resource, fencingToken);
     return { written: true };
   }
 

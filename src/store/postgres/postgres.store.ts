@@ -223,7 +223,6 @@ export class PostgresLockStore implements LockStore {
 
   async writeFenced(
     resource: string,
-    _guard: string,
     value: string,
     fencingToken: number,
     ttl: number,

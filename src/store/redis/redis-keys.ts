@@ -96,3 +96,15 @@ export function sharedScriptKeysOf(
     sideKeyOf(redisKey, 'tenures'),
   ];
 }
+
+/**
+ * The guard of a `writeFenced` resource: beside the data key, in its Redis Cluster hash slot,
+ * carrying the data key's own hash tag, or the whole key as its tag when it has none:
+ * `{R}:fenced`, or `{T}:fenced:R` when R's hash tag is T. It lies outside the prefix (an ACL for
+ * `writeFenced` names it beside R). A key with a "}" that closes no tag is refused, so the
+ * first "}" of a guard ends its tag and the role follows it: the guards of different R differ.
+ */
+export function guardKeyOf(dataKey: string): string {
+  const tag = hashTag(dataKey);
+  return tag === undefined ? `{${dataKey}}:fenced` : `{${tag}}:fenced:${dataKey}`;
+}

@@ -1,5 +1,6 @@
 import type { LockStoreCapabilities } from '../capabilities.js';
 import { lockNameOf } from '../../keys/lock-keys.js';
+import { guardKeyOf } from './redis-keys.js';
 import { kindConflict } from '../lock-kind.js';
 import { LockConnectionError } from '../../lock.errors.js';
 import type { AcquireArgs } from './scripts/acquire.script.js';
@@ -213,11 +214,11 @@ export class RedisLockStore implements LockStore {
 
   async writeFenced(
     resource: string,
-    guard: string,
     value: string,
     fencingToken: number,
     ttl: number,
   ): Promise<FencedWriteOutcome> {
+    const guard = guardKeyOf(resource);
     return this.command(resource, 'writeFenced', () =>
       writeFencedOn(this.client, { resource, guard, value, fencingToken, ttl }),
     );

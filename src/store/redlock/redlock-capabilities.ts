@@ -22,5 +22,9 @@ export const REDLOCK_CAPABILITIES: LockStoreCapabilities = {
     kinds:
       ' (several masters): semaphores and read-write locks need one Redis, Sentinel or ' +
       'Cluster, or the memory store',
+    // A resource guarded on N masters would need quorum reads as well as writes.
+    writeFenced:
+      ': writeFenced keeps the resource in the lock store, and RedLock has no single store; ' +
+      'compare fencing tokens in the resource itself (see the SQL example in the README)',
   },
 };

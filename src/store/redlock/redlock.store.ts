@@ -1,4 +1,4 @@
-import { LockError, LockQuorumError } from '../../lock.errors.js';
+import { LockQuorumError } from '../../lock.errors.js';
 import { driftOf, monotonicNow } from '../../engine/clock.js';
 import { lockNameOf } from '../../keys/lock-keys.js';
 import type {
@@ -130,9 +130,6 @@ export class RedlockLockStore implements LockStore {
     if (this.renewing.has(token)) this.released.add(token);
   }
 
-  /** RedLock keeps no queue (waiters race for a released lock): nothing to keep. */
-  async keepPlaces(): Promise<void> {}
-
   /**
    * Each entry is decided on its own: renewed by a majority, lost on too many masters, or
    * `undefined` when too few answered (the watchdog retries those). Rejects only when no
@@ -191,16 +188,6 @@ export class RedlockLockStore implements LockStore {
     );
     if (tally.answers.length < this.quorum) throw this.quorumError(this.keyPrefix, 'ping', tally);
     return { masters: `${tally.answers.length}/${this.masters.length} answered` };
-  }
-
-  /** Refused: a resource guarded on N masters would need quorum reads as well as writes. */
-  writeFenced(): Promise<never> {
-    return Promise.reject(
-      new LockError(
-        'writeFenced keeps the resource in the lock store, and RedLock has no single store; ' +
-          'compare fencing tokens in the resource itself (see the SQL example in the README)',
-      ),
-    );
   }
 
   async subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {

@@ -156,9 +156,6 @@ export class ZooKeeperLockStore implements LockStore {
     );
   }
 
-  /** A waiter's place is its ephemeral node, which lives as long as the session: no lease. */
-  async keepPlaces(): Promise<void> {}
-
   async renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
     for (const { ttl } of entries) this.checkTtl(ttl);
     return Promise.all(
@@ -219,7 +216,6 @@ export class ZooKeeperLockStore implements LockStore {
    */
   async writeFenced(
     resource: string,
-    _guard: string,
     value: string,
     fencingToken: number,
     ttl: number,
