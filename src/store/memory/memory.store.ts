@@ -84,11 +84,13 @@ export class MemoryLockStore implements LockStore {
     const nowUs = Date.now() * 1000;
     const windowLeft = holder && windowLeftOf(holder.value, holder.fence, nowUs);
     // As in the Redis script, a queued caller learns a bound on every fencing token issued so
-    // far, so that it can date a grant announced to it (see `LockEvent`). The counter itself:
-    // it is never lost here, and every later token is above it (the clock, counted in whole
-    // ms, may equal the next token).
+    // far, so that it can date a grant announced to it (see `LockEvent`): the counter, or the
+    // clock's floor under the next token when the counter is behind it (a counter that was
+    // lost or rolled back stays below it). Less 1, as the clock counts in whole ms here: the
+    // next token may equal the floor itself.
+    const floor = nowUs - 1;
     const refused = queue
-      ? { acquired: false as const, pttl, lastFence: this.space.fence }
+      ? { acquired: false as const, pttl, lastFence: Math.max(this.space.fence, floor) }
       : { acquired: false as const, pttl };
     return windowLeft === undefined ? refused : { ...refused, windowLeft };
   }
