@@ -185,7 +185,8 @@ export class LockService {
 
   /** Whether anybody (this process or another) holds the lock on `key`. */
   async isLocked(key: string): Promise<boolean> {
-    return facetOf(this.engine.store, 'isLocked')(lockIdOf(this.keyPrefix, key).key);
+    const { key: stored } = lockIdOf(this.keyPrefix, key);
+    return facetOf(this.engine.store, 'isLocked')(stored);
   }
 
   /**

@@ -130,15 +130,24 @@ export class Waiters {
     return left;
   }
 
+  /**
+   * How the queue of `key` renews the places of the callers behind its head, where the store's
+   * places lapse by lease (`LockStore.keepPlaces`). A renewal that fails costs at most those
+   * callers their places: they queue again when they reach the head.
+   */
+  private keepPlaces(key: string): ((tokens: string[]) => void) | undefined {
+    const { store } = this;
+    if (!store.keepPlaces) return undefined;
+    return (tokens) => void store.keepPlaces?.(key, tokens).catch(() => undefined);
+  }
+
   private open(key: string, pttl: number): KeyQueue {
     const queue = new KeyQueue(
       key,
       pttl,
       this.queueing,
       (emptied) => this.linger(emptied),
-      // A renewal that fails costs at most those callers their places: they queue again when
-      // they reach the head.
-      (tokens) => void this.store.keepPlaces?.(key, tokens).catch(() => undefined),
+      this.keepPlaces(key),
     );
     this.queues.set(key, queue);
     this.subscribe(queue, RESUBSCRIBE_FIRST);

@@ -130,7 +130,8 @@ export interface LockStore {
   /**
    * Renews the queue leases of `tokens` that still have a place in `key`'s queue (never gives
    * one), as their attempts would: for waiters that wait behind another of their process, which
-   * alone makes attempts. Required of a store that declares `queueing`.
+   * alone makes attempts. For a store whose places lapse by a lease (Redis, PostgreSQL, memory);
+   * one whose places last as long as the waiter's session (ZooKeeper) does without it.
    */
   keepPlaces?(key: string, tokens: readonly string[]): Promise<void>;
   /**

@@ -76,12 +76,24 @@ describe('a store of the app’s own', () => {
     }
   });
 
-  it('is refused at boot when a facet is there but not a method, or when it hands locks off with no way to adopt', async () => {
+  it('is refused at boot when a facet is there but not a method, or has the old writeFenced, or hands locks off with no way to adopt', async () => {
     const space = new MemoryLockSpace();
     const inner = new MemoryLockStore(true, space.state, 'own:');
     const broken = Object.assign(new OwnStore(inner), { inspect: 'yes' });
     await expect(bootLockApp({ store: broken, keyPrefix: 'own:' })).rejects.toMatchObject({
       option: 'store.inspect',
+    });
+    const old = Object.assign(new OwnStore(inner), {
+      writeFenced: (
+        _resource: string,
+        _guard: string,
+        _value: string,
+        _fence: number,
+        _ttl: number,
+      ) => Promise.resolve({ written: true as const }),
+    });
+    await expect(bootLockApp({ store: old, keyPrefix: 'own:' })).rejects.toMatchObject({
+      option: 'store.writeFenced',
     });
     const core = new OwnStore(inner, { core: true });
     const handing = Object.assign(core, { capabilities: { ...core.capabilities, handles: true } });

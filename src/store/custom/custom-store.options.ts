@@ -84,6 +84,14 @@ function checkOwnStore(store: object): LockStore {
       );
     }
   }
+  if (typeof candidate.writeFenced === 'function' && candidate.writeFenced.length === 5) {
+    // Written for the contract that passed a guard key second: every argument would shift.
+    throw new LockOptionsError(
+      'store.writeFenced',
+      candidate.writeFenced,
+      'a method of (resource, value, fencingToken, ttl), without the guard key it once took',
+    );
+  }
   const capabilities = candidate.capabilities;
   if (!isRecord(capabilities)) {
     throw new LockOptionsError(
