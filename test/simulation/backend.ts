@@ -49,6 +49,20 @@ export class RedisLikeBackend implements Backend {
     return [...this.space.listeners.keys()];
   }
 
+  /**
+   * Whether the server holds `token` on `key` now: the mutex, a permit or a read share. A look
+   * from outside, which changes nothing (no lazy expiry) and reads the server's own clock,
+   * whichever instance's code asks.
+   */
+  holds(key: string, token: string): boolean {
+    const { space } = this;
+    const now = this.network.world.now();
+    const held = space.locks.get(key);
+    if (!held || held.expiresAt <= now) return false;
+    const expiry = held.value === token ? held.expiresAt : space.holders.get(key)?.get(token);
+    return expiry !== undefined && expiry > now;
+  }
+
   leftovers(fail: (detail: string) => void): void {
     const { space } = this;
     if (space.listeners.size > 0)

@@ -1,5 +1,5 @@
 import type { Lock } from '../../src/lock.js';
-import type { AcquireAttempt } from '../../src/store/lock-store.interface.js';
+import { HANDOVER_LEASE, type AcquireAttempt } from '../../src/store/lock-store.interface.js';
 import type { ThrottleWindows } from './throttle-windows.js';
 import type { Place, World } from './world.js';
 
@@ -36,6 +36,9 @@ export interface Violation {
   at: number;
 }
 
+/** The longest TTL a caller of a run asks for. */
+export const LONGEST_TTL = 1_000;
+
 /** The engine's own idea of how long a lock is certainly its own (see `HeldLock.validUntil`). */
 const validUntil = (lock: Lock) => (lock as unknown as { validUntil: number }).validUntil;
 const stillHeld = (lock: Lock) => (lock as unknown as { held: boolean }).held;
@@ -63,15 +66,22 @@ export class Checker {
   private readonly lines = new Map<string, Map<string, number>>();
   /** When the store first applied an attempt of each token. */
   private readonly firstSeen = new Map<string, number>();
-  /** When the store last applied a grant, renewal or hand-off to each token. */
-  private readonly wrote = new Map<string, number>();
+  /**
+   * When the store last applied a grant, renewal or hand-off to each token, and until when at
+   * the latest that write can make its holder valid: its TTL from then (a validity counts from
+   * the request's sending, before the store applied it), with a tenth more for the clocks.
+   */
+  private readonly wrote = new Map<string, { at: number; until: number }>();
   /**
    * Tokens whose last grant or renewal the store lost (it restarted empty, or failed over to a
-   * replica that had not received it), and that it has granted or renewed nothing since: their
-   * holders are not counted against others (docs/guarantees.md: what a lock on Redis does not
-   * guarantee).
+   * replica that had not received it), or whose lock an operator force-released, and that it
+   * has granted or renewed nothing since, each with the end of what that write could justify:
+   * until then, while the store does not hold the token, its holder is not counted against
+   * others (docs/guarantees.md: what a lock on Redis does not guarantee; `forceRelease`).
    */
-  private readonly lost = new Set<string>();
+  private readonly lost = new Map<string, number>();
+  /** Whether the store holds `token` on full key `key` now, where the run can tell. */
+  storeHolds?: (key: string, token: string) => boolean;
 
   constructor(
     private readonly world: World,
@@ -103,7 +113,7 @@ export class Checker {
 
   /** The store granted `key` to `token` with `fencingToken`, as it applied the request. */
   storeGranted(key: string, token: string, fencingToken: number, ttl?: number): void {
-    this.storeWrote(token);
+    this.storeWrote(token, ttl);
     const last = this.storeFences.get(key) ?? -Infinity;
     if (fencingToken <= last) {
       this.fail('fencing order', `the store granted ${key} ${fencingToken} after ${last}`);
@@ -128,15 +138,48 @@ export class Checker {
     }
   }
 
-  /** The store renewed the lock of `token`, or handed a lock off to it. */
-  storeWrote(token: string): void {
-    this.wrote.set(token, this.world.now());
+  /**
+   * The store granted or renewed the lock of `token` for `ttl` (the longest a caller asks for,
+   * where the store's side does not know it), or handed a lock off to it.
+   */
+  storeWrote(token: string, ttl = LONGEST_TTL): void {
+    const at = this.world.now();
+    this.wrote.set(token, { at, until: at + ttl * 1.1 + 1 });
     this.lost.delete(token);
+  }
+
+  /**
+   * A release (or a forced one) granted `key` to the waiter `token`, first in line, and
+   * announced it with `fencingToken`: the waiter may hold from the notice, for at most the
+   * handover lease (see `LockEvent`). Each connection that listens to the key hears it once.
+   */
+  storeTurned(key: string, token: string, fencingToken: number): void {
+    if (this.storeFences.get(key) === fencingToken) return;
+    this.storeGranted(key, token, fencingToken, HANDOVER_LEASE);
+  }
+
+  /**
+   * An operator's `forceRelease` took the key from `tokens`: as after a loss of the store's,
+   * their holders are not counted (they learn it at their next renewal, docs/guarantees.md)
+   * until the store grants or renews their tokens again.
+   */
+  storeEvicted(tokens: readonly string[]): void {
+    const now = this.world.now();
+    for (const token of tokens) {
+      this.lost.set(token, this.wrote.get(token)?.until ?? now + LONGEST_TTL * 1.1 + 1);
+    }
   }
 
   /** The store lost every write it had applied since `since`. */
   storeLost(since: number): void {
-    for (const [token, at] of this.wrote) if (at >= since) this.lost.add(token);
+    for (const [token, { at, until }] of this.wrote) if (at >= since) this.lost.set(token, until);
+  }
+
+  /** Whether `lock` is left out of exclusion and fencing order: see {@link lost}. */
+  private excused(lock: Lock): boolean {
+    const until = this.lost.get(lock.token);
+    if (until === undefined || this.world.now() >= until) return false;
+    return !(this.storeHolds?.(lock.key, lock.token) ?? false);
   }
 
   /** `token` released `key` or left its line, or renewed a lock it holds. */
@@ -171,7 +214,7 @@ export class Checker {
         `${caller} got ${key} (${lock.fencingToken}) already invalid`,
       );
     }
-    if (this.kinds.get(key)?.type === 'mutex' && valid && !this.lost.has(lock.token)) {
+    if (this.kinds.get(key)?.type === 'mutex' && valid && !this.excused(lock)) {
       const last = this.heldFences.get(key) ?? -Infinity;
       if (lock.fencingToken < last || (lock.fencingToken === last && !holding.adopted)) {
         this.fail(
@@ -202,7 +245,7 @@ export class Checker {
           !place.crashed &&
           stillHeld(lock) &&
           this.world.localNow(place) < validUntil(lock) &&
-          !this.lost.has(lock.token),
+          !this.excused(lock),
       );
       if (valid.length > 1) this.exclusion(key, valid);
     }

@@ -1,6 +1,6 @@
 import { QUEUE_LEASE } from '../../src/store/lock-store.interface.js';
 import { RedisLikeBackend, type Backend } from './backend.js';
-import { Checker, type KeyKind, type Violation } from './checker.js';
+import { Checker, LONGEST_TTL, type KeyKind, type Violation } from './checker.js';
 import { Nemesis, scheduleFaults } from './faults.js';
 import { Instance, KEY_PREFIX, type InstanceOptions } from './instance.js';
 import { ELECTION, ELECTION_KEY, stand } from './leader.js';
@@ -8,6 +8,7 @@ import { Network, type NetworkShape } from './network.js';
 import { Random } from './random.js';
 import { Names, type StoreSeen } from './sim-store.js';
 import { scheduleStoreLoss } from './store-loss.js';
+import { scheduleForceReleases } from './operator.js';
 import { ThrottleWindows } from './throttle-windows.js';
 import { Caller, type CallerRun } from './workload.js';
 import { World } from './world.js';
@@ -30,7 +31,7 @@ const DRIFT_SHARE = 1;
 /** How long the engine keeps a subscription that nobody waits on (see `Waiters.linger`). */
 const LINGER = 5_000;
 /** The longest TTL a caller asks for. */
-const MAX_TTL = 1_000;
+const MAX_TTL = LONGEST_TTL;
 
 /** Runs one seed: its instances, callers and faults, every invariant checked on the way. */
 export async function runSeed(seed: number, record = false): Promise<SeedResult> {
@@ -41,7 +42,8 @@ export async function runSeed(seed: number, record = false): Promise<SeedResult>
     // Drawn apart from the run's other choices, which stay those of a Redis-like seed.
     const zooKeeper = new Random(Math.imul(seed, 0x9e3779b1) ^ 0x5bd1e995);
     const losses = new Random(Math.imul(seed, 0x85ebca6b) ^ 0xc2b2ae35);
-    const violation = await simulate(world, random, instances, { zooKeeper, losses });
+    const operator = new Random(Math.imul(seed, 0x27d4eb2f) ^ 0x165667b1);
+    const violation = await simulate(world, random, instances, { zooKeeper, losses, operator });
     return { seed, violation, trace: world.trace, virtualMs: world.now() };
   } finally {
     for (const instance of instances) instance.dispose();
@@ -53,7 +55,7 @@ async function simulate(
   world: World,
   random: Random,
   instances: Instance[],
-  { zooKeeper, losses }: { zooKeeper: Random; losses: Random },
+  { zooKeeper, losses, operator }: Record<'zooKeeper' | 'losses' | 'operator', Random>,
 ): Promise<Violation | undefined> {
   // A quiet run has no faults, and no message lost or late by more than a lease's fraction:
   // there, fair mode must also serve its line in order.
@@ -104,10 +106,12 @@ async function simulate(
     leftLine: (key, token) => checker.storeLeftLine(key, token),
     released: (key, token) => checker.throttles?.released(key, token),
     renewed: (_key, token, ttl) => {
-      checker.storeWrote(token);
+      checker.storeWrote(token, ttl);
       checker.throttles?.renewed(token, ttl, world.now());
     },
-    transferred: (_key, token) => checker.storeWrote(token),
+    transferred: (_key, token, ttl) => checker.storeWrote(token, ttl),
+    turned: (key, token, fencingToken) => checker.storeTurned(key, token, fencingToken),
+    evicted: (_key, tokens) => checker.storeEvicted(tokens),
   };
   const backend: Backend = sessionTimeout
     ? new ZooKeeperBackend(network, names, seen, sessionTimeout, checker)
@@ -122,11 +126,19 @@ async function simulate(
   const faults = scheduleFaults(instances, network, random.fork(), quiet, (detail) =>
     checker.fail('unexpected error', `shutdown: ${detail}`),
   );
+  if (backend instanceof RedisLikeBackend) {
+    checker.storeHolds = (key, token) => backend.holds(key, token);
+  }
   // Drawn apart, as the ZooKeeper choice is, so that the runs without a loss stay as they were.
   const down =
     backend instanceof RedisLikeBackend && !quiet && losses.chance(0.3)
       ? scheduleStoreLoss(backend.space, network, losses, (since) => checker.storeLost(since))
       : 0;
+  if (backend instanceof RedisLikeBackend && !quiet && operator.chance(0.2)) {
+    scheduleForceReleases(world, instances, kinds, operator, (detail) =>
+      checker.fail('unexpected error', `forceRelease: ${detail}`),
+    );
+  }
   const latest = 2 * (shape.maxLatency + shape.spike) + shape.noticeLag;
   checker.slack = 2 * options.commandTimeout + faults.total + down + latest + 100;
   if (random.chance(0.5)) {

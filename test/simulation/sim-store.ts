@@ -31,8 +31,15 @@ export interface StoreSeen {
   released(key: string, token: string): void;
   /** The store renewed the lock of `token` with `ttl`. */
   renewed(key: string, token: string, ttl: number): void;
-  /** The store handed the lock of `key` off to `token`. */
-  transferred(key: string, token: string): void;
+  /** The store handed the lock of `key` off to `token`, for `ttl`. */
+  transferred(key: string, token: string, ttl: number): void;
+  /**
+   * The store announced that it granted `key` to the waiter `token` with `fencingToken` (once
+   * per connection that listens to the key).
+   */
+  turned(key: string, token: string, fencingToken: number): void;
+  /** A `forceRelease` of `key` took it from `tokens`. */
+  evicted(key: string, tokens: readonly string[]): void;
 }
 
 /** Short names for tokens, in the order the run first meets them, so that traces compare. */
@@ -160,7 +167,7 @@ export class SimStore implements LockStore {
     const what = `transfer ${key} ${this.names.of(token)} → ${this.names.of(newToken)}`;
     const apply = async () => {
       const outcome = await this.server.transfer(key, token, newToken, ttl, fencingToken);
-      if (outcome === 'transferred') this.seen.transferred(key, newToken);
+      if (outcome === 'transferred') this.seen.transferred(key, newToken, ttl);
       return outcome;
     };
     return this.call(key, what, apply, String);
@@ -176,7 +183,15 @@ export class SimStore implements LockStore {
   }
 
   forceRelease(key: string): Promise<number> {
-    return this.call(key, `forceRelease ${key}`, () => this.server.forceRelease(key), String);
+    const apply = async () => {
+      const before = await this.server.inspect(key);
+      const evicted = await this.server.forceRelease(key);
+      const tokens = before.holders.map(({ token }) => token);
+      // The next in line is granted the lock, and told so, as after a release (see `hear`).
+      this.seen.evicted(key, tokens);
+      return evicted;
+    };
+    return this.call(key, `forceRelease ${key}`, apply, String);
   }
 
   ping(): Promise<Record<string, unknown>> {
@@ -239,6 +254,9 @@ export class SimStore implements LockStore {
 
   private hear(key: string, event: LockEvent): void {
     const fence = event.type === 'turn' && event.fencingToken !== undefined;
+    if (event.type === 'turn' && event.fencingToken !== undefined) {
+      this.seen.turned(key, event.token, event.fencingToken);
+    }
     const what =
       event.type === 'turn'
         ? `turn ${key} ${this.names.of(event.token)}${fence ? ` ${event.fencingToken}` : ''}`
