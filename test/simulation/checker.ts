@@ -80,6 +80,13 @@ export class Checker {
    * others (docs/guarantees.md: what a lock on Redis does not guarantee; `forceRelease`).
    */
   private readonly lost = new Map<string, number>();
+  /** When the store last refused to renew each token's lock. */
+  private readonly refusals = new Map<string, number>();
+  /**
+   * Tokens whose holders were told, since the store's last write for them, that their lock is
+   * gone: they know it, and are no longer excused.
+   */
+  private readonly told = new Set<string>();
   /** Whether the store holds `token` on full key `key` now, where the run can tell. */
   storeHolds?: (key: string, token: string) => boolean;
 
@@ -146,6 +153,18 @@ export class Checker {
     const at = this.world.now();
     this.wrote.set(token, { at, until: at + ttl * 1.1 + 1 });
     this.lost.delete(token);
+    this.told.delete(token);
+  }
+
+  /** The store refused to renew the lock of `token`. */
+  storeRefused(token: string): void {
+    this.refusals.set(token, this.world.now());
+  }
+
+  /** The answer of a refused renewal reached the holder of `token`. */
+  heardRefusal(token: string): void {
+    const refused = this.refusals.get(token) ?? -Infinity;
+    if (refused >= (this.wrote.get(token)?.at ?? -Infinity)) this.told.add(token);
   }
 
   /**
@@ -178,7 +197,7 @@ export class Checker {
   /** Whether `lock` is left out of exclusion and fencing order: see {@link lost}. */
   private excused(lock: Lock): boolean {
     const until = this.lost.get(lock.token);
-    if (until === undefined || this.world.now() >= until) return false;
+    if (until === undefined || this.world.now() >= until || this.told.has(lock.token)) return false;
     return !(this.storeHolds?.(lock.key, lock.token) ?? false);
   }
 

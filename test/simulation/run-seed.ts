@@ -112,6 +112,8 @@ async function simulate(
     transferred: (_key, token, ttl) => checker.storeWrote(token, ttl),
     turned: (key, token, fencingToken) => checker.storeTurned(key, token, fencingToken),
     evicted: (_key, tokens) => checker.storeEvicted(tokens),
+    refused: (token) => checker.storeRefused(token),
+    heardRefusal: (token) => checker.heardRefusal(token),
   };
   const backend: Backend = sessionTimeout
     ? new ZooKeeperBackend(network, names, seen, sessionTimeout, checker)

@@ -38,6 +38,10 @@ export interface StoreSeen {
    * per connection that listens to the key).
    */
   turned(key: string, token: string, fencingToken: number): void;
+  /** The store refused to renew the lock of `token`: it no longer held it. */
+  refused(token: string): void;
+  /** The instance of `token` got the answer that the store refused to renew its lock. */
+  heardRefusal(token: string): void;
   /** A `forceRelease` of `key` took it from `tokens`. */
   evicted(key: string, tokens: readonly string[]): void;
 }
@@ -148,13 +152,18 @@ export class SimStore implements LockStore {
     const apply = async () => {
       const renewed = await this.server.renew(entries);
       entries.forEach((entry, i) => {
-        if (!renewed[i]) return;
+        if (!renewed[i]) return this.seen.refused(entry.token);
         this.seen.leftLine(entry.key, entry.token);
         this.seen.renewed(entry.key, entry.token, entry.ttl);
       });
       return renewed;
     };
-    return this.call(key, `renew ${named.join(' ')}`, apply, (renewed) => renewed.join(','));
+    const told = (renewed: boolean[]) => renewed.join(',');
+    return this.call(key, `renew ${named.join(' ')}`, apply, told).then((renewed) => {
+      // Before the engine reads the answer: a holder told that its lock is gone knows it.
+      entries.forEach(({ token }, i) => renewed[i] || this.seen.heardRefusal(token));
+      return renewed;
+    });
   }
 
   transfer(
