@@ -2,6 +2,7 @@ import { byTier } from '../support/tiers.js';
 import { contractFixtures } from './contract-backends.js';
 import { StoreContract } from './lock-store-harness.js';
 import { holdingCases } from './lock-store-holding.js';
+import { lateReplyCases } from './lock-store-late-replies.js';
 import { noticeCases } from './lock-store-notices.js';
 import { waitingCases } from './lock-store-waiting.js';
 
@@ -17,4 +18,5 @@ describe.each(byTier(contractFixtures))('the LockStore contract on %s', (_, star
   holdingCases(ctx);
   waitingCases(ctx);
   noticeCases(ctx);
+  lateReplyCases(ctx);
 });

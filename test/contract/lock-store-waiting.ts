@@ -47,12 +47,14 @@ async function firstComeFirstServed(ctx: StoreContract): Promise<void> {
   const key = ctx.key('line');
   const ttl = ctx.longTtl;
   const waiters: Waiter[] = [b, c, b].map((store) => ({ store, token: token() }));
-  // What each store's subscriber hears: a store may tell only its own waiters of their turns.
-  const heard = new Map([
-    [b, await ctx.listen(b, key)],
-    [c, await ctx.listen(c, key)],
-  ]);
-  const turnsHeard = () => [...new Set([...heard.values()].flatMap((each) => each.turns()))];
+  // What each store's subscriber hears (a store may tell only its own waiters of their turns),
+  // and all they hear, in the order it comes.
+  const [heard, all] = [new Map([b, c].map((store) => [store, new Heard()])), new Heard()];
+  for (const store of [b, c]) {
+    await ctx.listen(store, key, heard.get(store));
+    await ctx.listen(store, key, all);
+  }
+  const turnsHeard = () => all.turns();
   const holder = token();
   let previous = await ctx.take(a, key, holder, ttl);
   const lastFences: (number | undefined)[] = [];
@@ -167,7 +169,7 @@ async function turnLapses(ctx: StoreContract): Promise<void> {
   const key = ctx.key('handover');
   const ttl = ctx.longTtl;
   const [holder, absent, next] = [token(), token(), token()];
-  const heardB = await ctx.listen(b, key, new Heard());
+  const heardB = await ctx.listen(b, key);
   await ctx.take(a, key, holder, ttl);
   refusalOf(await b.acquire(key, absent, ttl, true, waitsOn));
   refusalOf(await c.acquire(key, next, ttl, true, waitsOn));
