@@ -73,6 +73,9 @@ async function firstComeFirstServed(ctx: StoreContract): Promise<void> {
   for (const [i, waiter] of waiters.entries()) {
     expect(turnsHeard()).toEqual(waiters.slice(0, i).map((each) => each.token));
     expect(await releaser.store.release(key, releaser.token)).toEqual({ released: true });
+    // The next turn anybody hears is this waiter's.
+    await until(async () => turnsHeard().length > i, BOUND);
+    expect(turnsHeard()).toEqual(waiters.slice(0, i + 1).map((each) => each.token));
     const turn = await heard.get(waiter.store)!.turnOf(waiter.token);
     // The key is the waiter's to take: a newcomer is refused meanwhile.
     refusalOf(await a.acquire(key, token(), ttl, false, gaveUp));
