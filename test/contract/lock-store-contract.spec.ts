@@ -4,7 +4,7 @@ import { StoreContract } from './lock-store-harness.js';
 import { holdingCases } from './lock-store-holding.js';
 import { lateReplyCases } from './lock-store-late-replies.js';
 import { noticeCases } from './lock-store-notices.js';
-import { waitingCases } from './lock-store-waiting.js';
+import { successorCases, waitingCases } from './lock-store-waiting.js';
 
 /**
  * The `LockStore` contract (src/store/lock-store.interface.ts), held against every backend's
@@ -17,6 +17,7 @@ describe.each(byTier(contractFixtures))('the LockStore contract on %s', (_, star
   const ctx = StoreContract.on(start);
   holdingCases(ctx);
   waitingCases(ctx);
+  successorCases(ctx);
   noticeCases(ctx);
   lateReplyCases(ctx);
 });

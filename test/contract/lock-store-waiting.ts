@@ -36,6 +36,19 @@ export function waitingCases(ctx: StoreContract): void {
   });
 }
 
+/**
+ * The line of a store that keeps one: a release naming a successor (a waiter of the releaser's
+ * own process) gives it the key at once when it heads the line, and otherwise the head's turn
+ * comes first.
+ */
+export function successorCases(ctx: StoreContract): void {
+  it('hands the key at once to a successor of the releaser’s store that heads the line, for its own TTL; a successor behind another waiter waits its turn', async () => {
+    // A store without a line serves no waiter first: there is nobody to hand the key to.
+    if (!ctx.can.queueing) return;
+    await successors(ctx);
+  });
+}
+
 interface Waiter {
   store: LockStore;
   token: string;
@@ -202,5 +215,44 @@ async function turnLapses(ctx: StoreContract): Promise<void> {
   refusalOf(await a.acquire(key, newcomer, ttl, false, gaveUp));
   await ctx.takeOnceFree(a, key, newcomer, ttl);
   expect(await a.release(key, newcomer)).toEqual({ released: true });
+  await ctx.waitingIs(key, 0);
+}
+
+async function successors(ctx: StoreContract): Promise<void> {
+  const { a, b, can } = ctx;
+  const key = ctx.key('successor');
+  const ttl = ctx.longTtl;
+  const [holder, successor, other, behind] = [token(), token(), token(), token()];
+  const [heardA, heardB] = [await ctx.listen(a, key), await ctx.listen(b, key)];
+  const fence = await ctx.take(a, key, holder, ttl);
+  refusalOf(await a.acquire(key, successor, ttl, true, waitsOn));
+  await ctx.waitingIs(key, 1);
+  const outcome = await a.release(key, holder, successor);
+  expect(outcome.released).toBe(true);
+  let held = outcome.successorFencingToken;
+  if (held !== undefined) {
+    // It holds from the release on, with the TTL it asked for, not a handover's lease.
+    const [hold] = (await b.inspect(key)).holders;
+    expect(hold).toMatchObject({ token: successor, fencingToken: held });
+    if (can.keepAlive === 'ttl') expect(hold.ttlMs).toBeGreaterThan(HANDOVER_LEASE);
+    expect(await a.renew([{ key, token: successor, ttl, fencingToken: held }])).toEqual([true]);
+  } else {
+    // A store that does not hand over in the release lets the successor's next attempt take it.
+    held = fenceOf(await a.acquire(key, successor, ttl, true, waitsOn));
+  }
+  expect(held).toBeGreaterThan(fence);
+  refusalOf(await b.acquire(key, token(), ttl, false, gaveUp));
+  // Now the releaser's own waiter is behind another store's: that one is served first.
+  refusalOf(await b.acquire(key, other, ttl, true, waitsOn));
+  refusalOf(await a.acquire(key, behind, ttl, true, waitsOn));
+  await ctx.waitingIs(key, 2);
+  expect(await a.release(key, successor, behind)).toEqual({ released: true });
+  await heardB.turnOf(other);
+  fenceOf(await b.acquire(key, other, ttl, true, waitsOn));
+  expect([...heardA.turns(), ...heardB.turns()]).not.toContain(behind);
+  expect(await b.release(key, other)).toEqual({ released: true });
+  await heardA.turnOf(behind);
+  fenceOf(await a.acquire(key, behind, ttl, true, waitsOn));
+  expect(await a.release(key, behind)).toEqual({ released: true });
   await ctx.waitingIs(key, 0);
 }
