@@ -67,11 +67,16 @@ export class StoreContract {
     const store = createStore(resolveModuleOptions(options), warn, () => undefined);
     this.opened.push(store);
     store.open?.();
+    // Its answer to a ping, then to a release (which PostgreSQL's store answers once its
+    // tables are there): the six methods every store has, none of the facets it may lack.
     const answers = () =>
-      store.isLocked(this.key('connected')).then(
-        () => true,
-        () => false,
-      );
+      store
+        .ping()
+        .then(() => store.release(this.key('connected'), token()))
+        .then(
+          () => true,
+          () => false,
+        );
     await until(answers, BOUND);
     return store;
   }
@@ -108,6 +113,14 @@ export class StoreContract {
       attempt = await store.acquire(key, holder, ttl, false, gaveUp);
     }
     return fenceOf(attempt);
+  }
+
+  /**
+   * Expects `store` to say whether `key` is `locked`, where it has the facet `isLocked` (a
+   * store may lack it: see `LockStore`).
+   */
+  async expectLocked(store: LockStore, key: string, locked: boolean): Promise<void> {
+    if (store.isLocked) expect(await store.isLocked(key)).toBe(locked);
   }
 
   /** Subscribes to `key` on `store` until the test ends; resolves what it hears (into `heard`). */
