@@ -115,14 +115,15 @@ async function noLine(ctx: StoreContract): Promise<void> {
   const [holder, waiter] = [token(), token()];
   await ctx.take(a, key, holder, ttl);
   const heard = await ctx.listen(b, key);
-  const refusal = refusalOf(await b.acquire(key, waiter, ttl, true, waitsOn));
+  // The engine asks a store without a line to queue nobody (`queue` false).
+  const refusal = refusalOf(await b.acquire(key, waiter, ttl, false, waitsOn));
   expect(refusal.lastFence).toBeUndefined();
   expect(await backend.waiting(key)).toBe(0);
   if (b.inspect) expect((await b.inspect(key)).waiting).toBe(0);
   expect(await a.release(key, holder)).toEqual({ released: true });
   await heard.hears((event) => event.type === 'released');
   expect(heard.turns()).toEqual([]);
-  fenceOf(await b.acquire(key, waiter, ttl, true, waitsOn));
+  fenceOf(await b.acquire(key, waiter, ttl, false, waitsOn));
   expect(await b.release(key, waiter)).toEqual({ released: true });
 }
 
