@@ -139,9 +139,8 @@ async function placeLapses(ctx: StoreContract): Promise<void> {
   refusalOf(await b.acquire(key, idle, ttl, true, waitsOn));
   refusalOf(await c.acquire(key, kept, ttl, true, waitsOn));
   await ctx.waitingIs(key, 2);
-  // keepPlaces, which the interface requires of a queueing store (and which a session store,
-  // whose places are not leased, goes without), renews the place `kept` has, and gives none
-  // to a token without one.
+  // keepPlaces, which a store whose places lapse by a lease has, renews the place `kept` has,
+  // and gives none to a token without one.
   const keepPlaces = c.keepPlaces?.bind(c);
   expect(keepPlaces).toEqual(expect.any(Function));
   ctx.every(1_000, () => keepPlaces!(key, [kept, stranger]));
