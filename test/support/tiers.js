@@ -40,6 +40,7 @@ export const allTierOnly = [
 export const splitAcrossTiers = [
   'test/contexts/rolling-deploy.spec.ts',
   'test/contexts/scheduled.spec.ts',
+  'test/contract/lock-store-contract.spec.ts',
   'test/contract/store-contract.spec.ts',
   'test/engine/arrival-order.spec.ts',
   'test/engine/client-order.spec.ts',
