@@ -1,11 +1,6 @@
 import { LockKeyResolutionError } from '../../src/index.js';
 import { CLUSTER_SLOTS, slotOf, slotTag } from '../../src/store/redis/cluster-slots.js';
-import {
-  lockIdsOf,
-  leaderIdOf,
-  toDataKey,
-  toStoreKey,
-} from '../../src/keys/lock-keys.js';
+import { lockIdsOf, leaderIdOf, toDataKey, toStoreKey } from '../../src/keys/lock-keys.js';
 import {
   fenceKeyOf,
   guardKeyOf,
