@@ -74,6 +74,28 @@ export function lateReplyCases(ctx: StoreContract): void {
     expect(await a.release(key, next)).toEqual({ released: true });
   });
 
+  it('gives back what an attempt took when the answer came even after its client gave up on it', async () => {
+    const behind = await behindProxy();
+    if (!behind) return;
+    const { store, proxy, holders } = behind;
+    const key = ctx.key('later');
+    const late = token();
+    proxy.stall();
+    const attempt = store.acquire(key, late, ctx.longTtl, ctx.can.queueing, gaveUp);
+    await expect(attempt).rejects.toBeInstanceOf(LockConnectionError);
+    // Past any bound of the client's own (GLIDE's request timeout is twice the command's).
+    await sleep(3 * COMMAND_TIMEOUT);
+    proxy.resume();
+    // Long enough for the attempt to reach the store, if it was sent at all...
+    await sleep(2 * ANSWER_DELAY);
+    // ...and what it took is given back: the key is free, and nobody waits for it.
+    await until(async () => (await holders(key)).length === 0, BOUND);
+    expect(await ctx.backend.waiting(key)).toBe(0);
+    const next = token();
+    await ctx.take(ctx.a, key, next);
+    expect(await ctx.a.release(key, next)).toEqual({ released: true });
+  });
+
   it('leaves what a late attempt took to a caller that waits on: its next attempt finds it its own', async () => {
     const behind = await behindProxy();
     if (!behind) return;

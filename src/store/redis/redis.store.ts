@@ -126,10 +126,12 @@ export class RedisLockStore implements LockStore {
     } catch (error) {
       // An attempt that timed out may still reach Redis later and take the lock or a place in
       // its queue; once it has, give back whatever it took (release also leaves the queue).
-      void reply.late.then(
-        () => (inUse() ? undefined : this.release(key, token).catch(() => undefined)),
-        () => undefined,
-      );
+      // Also when the client gives up on the answer itself (GLIDE's request timeout): Redis may
+      // apply it all the same, and the release, sent after it on the same connection, comes
+      // after it. A release of a token that took nothing changes nothing.
+      const giveBack = () =>
+        inUse() ? undefined : this.release(key, token).catch(() => undefined);
+      void reply.late.then(giveBack, giveBack);
       throw error;
     }
     if ('heldAs' in attempt) {
