@@ -110,7 +110,8 @@ export interface LockStore {
    * `inUse()` says the caller holds the lock by then (it may have been handed over meanwhile)
    * or still waits for it: a waiter's next attempt, with the same token, finds it its own.
    * An attempt with a token that holds the lock (or a permit) already renews it, and answers
-   * as a grant with a new fencing token.
+   * as a grant with a new fencing token (on ZooKeeper, the same one: a node's fencing token is
+   * the zxid of its creation).
    */
   acquire(
     key: string,
@@ -120,8 +121,9 @@ export interface LockStore {
     inUse: () => boolean,
   ): Promise<AcquireAttempt>;
   /**
-   * Compare-and-delete; not `released` when the lock no longer held this token. The token also
-   * leaves the queue. The lock goes to the head of the queue if anyone waits there: if that is
+   * Compare-and-delete; not `released` when the lock no longer held this token (ZooKeeper
+   * answers `released` for a waiter's node it deletes, which the engine does not read). The
+   * token also leaves the queue. The lock goes to the head of the queue if anyone waits there: if that is
    * `successor` (a waiter of the releaser's own process, alive since the releaser is), it holds
    * the lock at once, with the TTL it asked for, from the moment this release was sent, and
    * the outcome carries its fencing token; anybody else is announced its turn.
@@ -214,9 +216,11 @@ export interface LockStore {
     ttl: number,
   ): Promise<FencedWriteOutcome>;
   /**
-   * Calls `onEvent` whenever the lock on `key` is released, until the returned function is
-   * called: with a `released` event, or with a `turn` event when the lock was reserved for a
-   * queued waiter.
+   * Calls `onEvent` when the lock on `key` is released while callers wait for it, until the
+   * returned function is called: with a `released` event, or with a `turn` event when the lock
+   * was reserved for a queued waiter. A store with a line may announce nothing when nobody is
+   * in it, and ZooKeeper tells the waiters of this store only: what the engine counts on is
+   * that a subscriber in a waiter's own store hears that waiter's turn.
    * Resolves once notifications are flowing, so that a release after it is not missed.
    */
   subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void>;
