@@ -34,8 +34,8 @@ export interface StoreSeen {
   /** The store handed the lock of `key` off to `token`, for `ttl`. */
   transferred(key: string, token: string, ttl: number): void;
   /**
-   * The store announced that it granted `key` to the waiter `token` with `fencingToken` (once
-   * per connection that listens to the key).
+   * The store granted `key` to the waiter `token`, first in line, with `fencingToken`, and
+   * announces it with a `turn` (after what else the request did).
    */
   turned(key: string, token: string, fencingToken: number): void;
   /** The store refused to renew the lock of `token`: it no longer held it. */
@@ -81,7 +81,7 @@ export class SimStore implements LockStore {
   constructor(
     private readonly network: Network,
     private readonly link: Link,
-    space: MemorySpace,
+    private readonly space: MemorySpace,
     options: { fair: boolean; keyPrefix: string; commandTimeout: number },
     private readonly names: Names,
     private readonly seen: StoreSeen,
@@ -103,8 +103,10 @@ export class SimStore implements LockStore {
       key,
       what,
       async () => {
+        const before = this.fenceOf(key);
         const reply = await this.server.acquire(key, token, ttl, queue);
         this.seen.attempted(key, token, reply, { ttl, queue });
+        this.turned(key, before);
         return reply;
       },
       attempt,
@@ -112,23 +114,40 @@ export class SimStore implements LockStore {
     try {
       return await reply;
     } catch (error) {
-      void reply.late.then(
-        () => (inUse() ? undefined : this.release(key, token).catch(() => undefined)),
-        () => undefined,
-      );
+      const giveBack = () =>
+        inUse() ? undefined : this.release(key, token).catch(() => undefined);
+      void reply.late.then(giveBack, giveBack);
       throw error;
     }
+  }
+
+  /** The fencing token of the mutex held on `key` at the server now, if any. */
+  private fenceOf(key: string): number | undefined {
+    return this.space.locks.get(key)?.fence;
+  }
+
+  /**
+   * Tells the checker, once the request's other effects are told, of a grant the request made
+   * to the head of the line (announced with a `turn`): the mutex now carries a fencing token it
+   * did not carry `before`. One already told (the attempt's own, a successor's) is told once.
+   */
+  private turned(key: string, before: number | undefined): void {
+    const held = this.space.locks.get(key);
+    if (held?.fence === undefined || held.fence === before) return;
+    this.seen.turned(key, held.value, held.fence);
   }
 
   release(key: string, token: string, successor = ''): Promise<ReleaseOutcome> {
     const heir = successor ? ` to ${this.names.of(successor)}` : '';
     const what = `release ${key} ${this.names.of(token)}${heir}`;
     const apply = async () => {
+      const before = this.fenceOf(key);
       const outcome = await this.server.release(key, token, successor);
       this.seen.leftLine(key, token);
       this.seen.released(key, token);
       const fence = outcome.successorFencingToken;
       if (fence !== undefined) this.seen.granted(key, successor, fence);
+      this.turned(key, before);
       return outcome;
     };
     return this.call(key, what, apply, (outcome) =>
@@ -193,11 +212,15 @@ export class SimStore implements LockStore {
 
   forceRelease(key: string): Promise<number> {
     const apply = async () => {
-      const before = await this.server.inspect(key);
+      const { holders } = await this.server.inspect(key);
+      const before = this.fenceOf(key);
       const evicted = await this.server.forceRelease(key);
-      const tokens = before.holders.map(({ token }) => token);
-      // The next in line is granted the lock, and told so, as after a release (see `hear`).
-      this.seen.evicted(key, tokens);
+      this.seen.evicted(
+        key,
+        holders.map(({ token }) => token),
+      );
+      // The next in line is granted the lock, as after a release.
+      this.turned(key, before);
       return evicted;
     };
     return this.call(key, `forceRelease ${key}`, apply, String);
@@ -263,9 +286,6 @@ export class SimStore implements LockStore {
 
   private hear(key: string, event: LockEvent): void {
     const fence = event.type === 'turn' && event.fencingToken !== undefined;
-    if (event.type === 'turn' && event.fencingToken !== undefined) {
-      this.seen.turned(key, event.token, event.fencingToken);
-    }
     const what =
       event.type === 'turn'
         ? `turn ${key} ${this.names.of(event.token)}${fence ? ` ${event.fencingToken}` : ''}`
