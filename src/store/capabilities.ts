@@ -49,7 +49,7 @@ export interface LockStoreCapabilities {
 export type Facet = 'isLocked' | 'inspect' | 'forceRelease' | 'writeFenced';
 
 /**
- * The store's method `facet`, bound to it, for the call that needs it (`for`, as the error
+ * The store's method `facet`, bound to it, for the call that needs it (`call`, as the error
  * names it: `LockService.inspect`, say).
  * @throws LockError when the store has no such method, naming the call and the backend,
  *   followed by the store's reason (`capabilities.why`) when it gives one
