@@ -68,10 +68,10 @@ export class LockEngine implements LockOwner {
       (lock, reason, kind) => this.onLost(lock, reason, kind),
       (error) => renewalFailed(`Lock renewal failed, will retry: ${messageOf(error)}`),
     );
-    this.waiters = new Waiters(store, store.capabilities.queueing);
+    const instance = ownerMark(options.instanceId);
+    this.waiters = new Waiters(store, store.capabilities.queueing, instance);
     this.scopes = new LockScopes(this);
     const { waiters, watchdog, gate, attempts } = this;
-    const instance = ownerMark(options.instanceId);
     const adopting = new Set<string>();
     this.parts = { store, waiters, watchdog, gate, attempts, owner: this, instance, adopting };
   }

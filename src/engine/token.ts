@@ -59,3 +59,9 @@ export function ownerOfToken(token: string): string | undefined {
     return token.slice(at + 1);
   }
 }
+
+/** The owner mark a token ends with (`@` and the escaped instance id), or `undefined`. */
+export function markOfToken(token: string): string | undefined {
+  const at = token.indexOf(OWNER_MARK);
+  return at < 0 ? undefined : token.slice(at);
+}

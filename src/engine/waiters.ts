@@ -33,10 +33,14 @@ export class Waiters {
   /** Queues whose subscription failed, and the timer of their next try. */
   private readonly resubscribing = new Map<KeyQueue, NodeJS.Timeout>();
 
-  /** @param queueing the store keeps a queue of waiters (fair mode) */
+  /**
+   * @param queueing the store keeps a queue of waiters (fair mode)
+   * @param instance what this instance's tokens end with, which the store wakes it by
+   */
   constructor(
     private readonly store: LockStore,
     private readonly queueing: boolean,
+    private readonly instance?: string,
   ) {}
 
   /** Whether callers of this process are already waiting for `key`. */
@@ -164,7 +168,7 @@ export class Waiters {
    */
   private subscribe(queue: KeyQueue, retryIn: number): void {
     this.store
-      .subscribe(queue.key, (event) => queue.heard(event))
+      .subscribe(queue.key, (event) => queue.heard(event), this.instance)
       .then(
         (unsubscribe) => {
           if (queue.closed) {

@@ -221,9 +221,16 @@ export interface LockStore {
    * was reserved for a queued waiter. A store with a line may announce nothing when nobody is
    * in it, and ZooKeeper tells the waiters of this store only: what the engine counts on is
    * that a subscriber in a waiter's own store hears that waiter's turn.
+   * `instance` is what the tokens of the subscriber's callers end with (see `ownerMark`): a
+   * store that wakes only the next caller delivers a `turn` to the subscribers of the instance
+   * its token names (and to those that give none), not to every process that waits for the key.
    * Resolves once notifications are flowing, so that a release after it is not missed.
    */
-  subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void>;
+  subscribe(
+    key: string,
+    onEvent: (event: LockEvent) => void,
+    instance?: string,
+  ): Promise<() => void>;
   /**
    * Called once the application has booted: starts connecting, now, a store that would
    * otherwise connect on its first call, so that its first callers do not wait for a handshake
