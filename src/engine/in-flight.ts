@@ -1,6 +1,6 @@
 /**
  * Requests on their way to the store that shutdown must let finish before it cleans up or
- * closes the store: first attempts (which may bring a lock) and releases (whose answer decides
+ * closes the store: attempts (which may bring a lock) and releases (whose answer decides
  * whether the work's lock ended well).
  */
 export class InFlight {

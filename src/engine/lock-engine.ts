@@ -44,7 +44,7 @@ export class LockEngine implements LockOwner {
   private readonly parts: AcquisitionParts & HandleParts;
   private stopped?: Promise<void>;
   private storeClosed?: Promise<void>;
-  /** First acquisition attempts on their way, which shutdown lets finish before it cleans up. */
+  /** Acquisition attempts on their way, which shutdown lets finish before it cleans up. */
   private readonly attempts = new InFlight();
   /**
    * Releases on their way: shutdown waits for them before it closes the store, or a lock whose

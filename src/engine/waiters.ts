@@ -1,6 +1,6 @@
 import { LockConnectionError } from '../lock.errors.js';
 import type { LockStore } from '../store/lock-store.interface.js';
-import { KeyQueue } from './key-queue.js';
+import { KeyRoom } from './key-room.js';
 import { SeenWindows } from './seen-windows.js';
 import type { Waiter } from './waiter.js';
 
@@ -19,22 +19,22 @@ const RESUBSCRIBE_FIRST = 100;
 const RESUBSCRIBE_MAX = 1_000;
 
 /**
- * Where the callers of this process wait for held locks: a {@link KeyQueue} per key, and the
- * subscription to the key's release messages that feeds it.
+ * Where the callers of this process wait for held locks: a {@link KeyRoom} per key, and the
+ * subscription to the key's notifications that feeds it.
  */
 export class Waiters {
   /** The throttle windows that the last refusal of each key saw. */
   readonly windows = new SeenWindows();
-  private readonly queues = new Map<string, KeyQueue>();
-  /** Queues with nobody waiting whose subscription lingers, oldest first, and their timers. */
-  private readonly idle = new Map<KeyQueue, NodeJS.Timeout>();
-  /** How to end each queue's subscription. */
-  private readonly subscriptions = new Map<KeyQueue, () => void>();
-  /** Queues whose subscription failed, and the timer of their next try. */
-  private readonly resubscribing = new Map<KeyQueue, NodeJS.Timeout>();
+  private readonly rooms = new Map<string, KeyRoom>();
+  /** Rooms with nobody waiting whose subscription lingers, oldest first, and their timers. */
+  private readonly idle = new Map<KeyRoom, NodeJS.Timeout>();
+  /** How to end each room's subscription. */
+  private readonly subscriptions = new Map<KeyRoom, () => void>();
+  /** Rooms whose subscription failed, and the timer of their next try. */
+  private readonly resubscribing = new Map<KeyRoom, NodeJS.Timeout>();
 
   /**
-   * @param queueing the store keeps a queue of waiters (fair mode)
+   * @param queueing the store keeps a line of waiters (fair mode)
    * @param instance what this instance's tokens end with, which the store wakes it by
    */
   constructor(
@@ -45,44 +45,34 @@ export class Waiters {
 
   /** Whether callers of this process are already waiting for `key`. */
   has(key: string): boolean {
-    return (this.queues.get(key)?.waiters.length ?? 0) > 0;
+    return (this.rooms.get(key)?.waiters.length ?? 0) > 0;
+  }
+
+  /** Whether this process listens for `key`'s notifications (or is about to): callers wait there. */
+  listening(key: string): boolean {
+    return this.rooms.has(key);
   }
 
   /**
-   * How many plain releases of `key` this process has heard, if it is subscribed to them:
-   * taken before a first attempt and given to {@link wait}, it tells whether a release may have
-   * come in between, unheard by anybody.
+   * Lets a caller into the room of `key`, opening it (and subscribing) unless `ifOpen` and
+   * nobody waits or lingers there; the room, or `undefined` if it let nobody in.
    */
-  heard(key: string): number | undefined {
-    const queue = this.queues.get(key);
-    return queue?.subscribed ? queue.releases : undefined;
+  join(key: string, waiter: Waiter, ifOpen = false): KeyRoom | undefined {
+    let room = this.rooms.get(key);
+    if (!room) {
+      if (ifOpen) return undefined;
+      room = this.open(key);
+    } else if (this.idle.has(room)) {
+      clearTimeout(this.idle.get(room));
+      this.idle.delete(room);
+    }
+    room.add(waiter);
+    return room;
   }
 
   /** The longest-waiting caller of this process for `key`: the one a release here may serve. */
   successor(key: string): string | undefined {
-    return this.queues.get(key)?.waiters[0]?.token;
-  }
-
-  /**
-   * Queues a caller for `key`. `pttl` is the holder's TTL seen by its first attempt, or -1;
-   * `heard` is what {@link heard} said before that attempt was sent; `late`: see `KeyQueue.add`.
-   */
-  wait(
-    key: string,
-    waiter: Waiter,
-    pttl: number,
-    heard?: number,
-    late?: LockConnectionError,
-  ): void {
-    let queue = this.queues.get(key);
-    if (!queue) {
-      queue = this.open(key, pttl);
-    } else if (this.idle.has(queue)) {
-      clearTimeout(this.idle.get(queue));
-      this.idle.delete(queue);
-      queue.reopen(pttl);
-    }
-    queue.add(waiter, heard, late);
+    return this.rooms.get(key)?.waiters[0]?.token;
   }
 
   /**
@@ -90,33 +80,23 @@ export class Waiters {
    * `validFrom`. `false` when that caller no longer waits: the lock must then be released.
    */
   handOver(key: string, token: string, fencingToken: number, validFrom: number): boolean {
-    return this.queues.get(key)?.handOver(token, fencingToken, validFrom) ?? false;
+    return this.rooms.get(key)?.handOver(token, fencingToken, validFrom) ?? false;
   }
 
   /**
-   * The caller stops waiting (its wait was aborted): `left` is called if it was still waiting.
-   * Should an attempt of its be on its way and succeed, the caller is told it was
-   * {@link Waiter.abandoned}.
-   */
-  cancel(key: string, waiter: Waiter, left: () => void): void {
-    this.queues.get(key)?.drop(waiter, left);
-  }
-
-  /**
-   * Fails the waiting callers that `keep` does not keep with the error `errorOf` each, as
-   * if they had given up. Returns the key and token of each, for the caller to make sure they
-   * left the store's queues.
+   * Fails the waiting callers that `keep` does not keep with the error `errorOf` each. Returns
+   * the key and token of each, for the caller to make sure they left the store's lines.
    */
   refuse(
     errorOf: (waiter: Waiter) => Error,
     keep: (waiter: Waiter) => boolean,
   ): { key: string; token: string }[] {
     const left: { key: string; token: string }[] = [];
-    for (const queue of [...this.queues.values()]) {
-      for (const waiter of [...queue.waiters]) {
+    for (const room of [...this.rooms.values()]) {
+      for (const waiter of [...room.waiters]) {
         if (keep(waiter)) continue;
-        queue.drop(waiter, () => waiter.failed(errorOf(waiter)));
-        left.push({ key: queue.key, token: waiter.token });
+        left.push({ key: room.key, token: waiter.token });
+        waiter.fail(errorOf(waiter));
       }
     }
     return left;
@@ -124,109 +104,89 @@ export class Waiters {
 
   /**
    * Fails every waiting caller with the error `errorOf` it, and ends all subscriptions.
-   * Returns the key and token of each, for the caller to take them out of the store's queues.
+   * Returns the key and token of each, for the caller to take them out of the store's lines.
    */
   close(errorOf: (waiter: Waiter) => Error): { key: string; token: string }[] {
-    const left = [...this.queues.values()].flatMap((queue) =>
-      queue.waiters.map((waiter) => ({ key: queue.key, token: waiter.token })),
+    const left = [...this.rooms.values()].flatMap((room) =>
+      room.waiters.map((waiter) => ({ key: room.key, token: waiter.token })),
     );
-    for (const queue of [...this.queues.values()]) this.fail(queue, errorOf);
+    for (const room of [...this.rooms.values()]) this.fail(room, errorOf);
     return left;
   }
 
-  /**
-   * How the queue of `key` renews the places of the callers behind its head, where the store's
-   * places lapse by lease (`LockStore.keepPlaces`). A renewal that fails costs at most those
-   * callers their places: they queue again when they reach the head.
-   */
-  private keepPlaces(key: string): ((tokens: string[]) => void) | undefined {
-    const { store } = this;
-    if (!store.keepPlaces) return undefined;
-    return (tokens) => void store.keepPlaces?.(key, tokens).catch(() => undefined);
-  }
-
-  private open(key: string, pttl: number): KeyQueue {
-    const queue = new KeyQueue(
-      key,
-      pttl,
-      this.queueing,
-      (emptied) => this.linger(emptied),
-      this.keepPlaces(key),
-    );
-    this.queues.set(key, queue);
-    this.subscribe(queue, RESUBSCRIBE_FIRST);
-    return queue;
+  private open(key: string): KeyRoom {
+    const room = new KeyRoom(key, this.queueing, (emptied) => this.linger(emptied));
+    this.rooms.set(key, room);
+    this.subscribe(room, RESUBSCRIBE_FIRST);
+    return room;
   }
 
   /**
-   * Subscribes the queue to its key's messages. A subscription that the connection failed (a
-   * failover, a restart, a cut connection) costs the waiters time, not their wait: they are
-   * served as if a release message had been lost, by the fallback re-check, while the
-   * subscription is tried again, more slowly each time; a caller whose deadline comes first
-   * fails with that error. A refusal by the server (a missing channel permission, say) fails
-   * the waiters at once.
+   * Subscribes the room to its key's notifications. A subscription that the connection failed
+   * (a failover, a restart, a cut connection) costs the waiters time, not their wait: they are
+   * served by their re-checks, as if a release message had been lost, while the subscription is
+   * tried again, more slowly each time; a caller whose deadline comes first fails with that
+   * error. A refusal by the server (a missing channel permission, say) fails the waiters at once.
    */
-  private subscribe(queue: KeyQueue, retryIn: number): void {
+  private subscribe(room: KeyRoom, retryIn: number): void {
     this.store
-      .subscribe(queue.key, (event) => queue.heard(event), this.instance)
+      .subscribe(room.key, (event) => room.heard(event), this.instance)
       .then(
         (unsubscribe) => {
-          if (queue.closed) {
+          if (room.closed) {
             unsubscribe();
             return;
           }
-          this.subscriptions.set(queue, unsubscribe);
-          queue.start();
+          this.subscriptions.set(room, unsubscribe);
+          if (room.waiters.length === 0) this.linger(room);
+          room.start();
         },
         (error: unknown) => {
-          if (queue.closed) return;
-          if (!connectionFailed(error) || queue.waiters.length === 0) {
-            this.fail(queue, () => error);
+          if (room.closed) return;
+          if (!connectionFailed(error) || room.waiters.length === 0) {
+            this.fail(room, () => errorFrom(error));
             return;
           }
-          queue.unreachableFor(error);
-          if (!queue.subscribed) queue.start();
+          room.unreachable = error;
           const timer = setTimeout(() => {
-            this.resubscribing.delete(queue);
-            if (queue.waiters.length === 0) this.end(queue);
-            else this.subscribe(queue, Math.min(2 * retryIn, RESUBSCRIBE_MAX));
+            this.resubscribing.delete(room);
+            if (room.waiters.length === 0) this.end(room);
+            else this.subscribe(room, Math.min(2 * retryIn, RESUBSCRIBE_MAX));
           }, retryIn);
           timer.unref();
-          this.resubscribing.set(queue, timer);
+          this.resubscribing.set(room, timer);
         },
       );
   }
 
-  /** Fails the queue's waiters, each with the error `errorOf` it, and ends its subscription. */
-  private fail(queue: KeyQueue, errorOf: (waiter: Waiter) => unknown): void {
-    queue.failAll(errorOf);
-    this.end(queue);
+  /** Fails the room's waiters, each with the error `errorOf` it, and ends its subscription. */
+  private fail(room: KeyRoom, errorOf: (waiter: Waiter) => Error): void {
+    this.end(room);
+    for (const waiter of [...room.waiters]) waiter.fail(errorOf(waiter));
   }
 
   /** Nobody waits any more: keeps the subscription a while for the next waiter, if any. */
-  private linger(queue: KeyQueue): void {
-    queue.stop();
-    if (queue.closed || this.idle.has(queue) || !queue.subscribed) return;
-    const timer = setTimeout(() => this.end(queue), LINGER);
+  private linger(room: KeyRoom): void {
+    if (room.closed || this.idle.has(room) || !this.subscriptions.has(room)) return;
+    const timer = setTimeout(() => this.end(room), LINGER);
     timer.unref();
-    this.idle.set(queue, timer);
+    this.idle.set(room, timer);
     if (this.idle.size > MAX_IDLE) {
       const [oldest] = this.idle.keys();
       this.end(oldest);
     }
   }
 
-  private end(queue: KeyQueue): void {
-    if (queue.closed) return;
-    queue.closed = true;
-    queue.stop();
-    clearTimeout(this.idle.get(queue));
-    this.idle.delete(queue);
-    clearTimeout(this.resubscribing.get(queue));
-    this.resubscribing.delete(queue);
-    if (this.queues.get(queue.key) === queue) this.queues.delete(queue.key);
-    this.subscriptions.get(queue)?.();
-    this.subscriptions.delete(queue);
+  private end(room: KeyRoom): void {
+    if (room.closed) return;
+    room.closed = true;
+    clearTimeout(this.idle.get(room));
+    this.idle.delete(room);
+    clearTimeout(this.resubscribing.get(room));
+    this.resubscribing.delete(room);
+    if (this.rooms.get(room.key) === room) this.rooms.delete(room.key);
+    this.subscriptions.get(room)?.();
+    this.subscriptions.delete(room);
   }
 }
 
@@ -244,3 +204,8 @@ function connectionFailed(error: unknown): error is LockConnectionError {
 /** What the clients' errors say when the connection failed (ioredis's retries and aborts too). */
 const CONNECTION_FAILURE =
   /closed|ended|reset|refused|ECONN|EPIPE|socket|connect|timed? ?out|max retries|aborted/i;
+
+/** What a failed subscription fails its waiters with: an `Error`, whatever the store threw. */
+function errorFrom(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}

@@ -1,6 +1,7 @@
 import type { Lock } from '../../src/lock.js';
 import { HANDOVER_LEASE, type AcquireAttempt } from '../../src/store/lock-store.interface.js';
 import type { ThrottleWindows } from './throttle-windows.js';
+import type { TurnsTaken } from './turns-taken.js';
 import type { Place, World } from './world.js';
 
 /** The kind of a key, as every caller of the key asks for it. */
@@ -54,12 +55,20 @@ export class Checker {
   private readonly holdings = new Map<string, Set<Holding>>();
   /** Per key, the last fencing token the store granted, and the last one a valid holder saw. */
   private readonly storeFences = new Map<string, number>();
-  private readonly heldFences = new Map<string, number>();
+  /**
+   * Per key, the fencing tokens valid holders saw, each with when the store applied its grant: a
+   * loss of the store's takes back the grants it lost, and what their holders saw with them.
+   */
+  private readonly heldFences = new Map<string, { fence: number; grantedAt: number }[]>();
+  /** When the store last granted each token (by an attempt, a hand-over or a turn). */
+  private readonly grantedAt = new Map<string, number>();
   /**
    * Set for a quiet run in fair mode (see `lineOrder`): how the trace names a token, and the
    * prefix of the store's keys.
    */
   lineOrder?: { name: (token: string) => string; prefix: string; minTtl: number };
+  /** Set for a quiet run in fair mode: the turns announced, until their waiters take them up. */
+  turns?: TurnsTaken;
   /** Set for a quiet run: the throttles' windows, as the store grants keys. */
   throttles?: ThrottleWindows;
   /** Per mutex, the store's line: each waiting token, and when the store queued it. */
@@ -112,6 +121,7 @@ export class Checker {
     asked: { ttl: number; queue: boolean },
   ): void {
     if (!this.firstSeen.has(token)) this.firstSeen.set(token, this.world.now());
+    this.turns?.heardFrom(token);
     if (reply.acquired) this.storeGranted(key, token, reply.fencingToken, asked.ttl);
     else if (asked.queue && asked.ttl >= (this.lineOrder?.minTtl ?? Infinity)) {
       this.lineOf(key)?.set(token, this.lineOf(key)?.get(token) ?? this.world.now());
@@ -121,6 +131,7 @@ export class Checker {
   /** The store granted `key` to `token` with `fencingToken`, as it applied the request. */
   storeGranted(key: string, token: string, fencingToken: number, ttl?: number): void {
     this.storeWrote(token, ttl);
+    this.grantedAt.set(token, this.world.now());
     const last = this.storeFences.get(key) ?? -Infinity;
     if (fencingToken <= last) {
       this.fail('fencing order', `the store granted ${key} ${fencingToken} after ${last}`);
@@ -176,6 +187,7 @@ export class Checker {
   storeTurned(key: string, token: string, fencingToken: number): void {
     if (this.storeFences.get(key) === fencingToken) return;
     this.storeGranted(key, token, fencingToken, HANDOVER_LEASE);
+    if (this.lineOf(key)) this.turns?.announced(key, token);
   }
 
   /**
@@ -193,6 +205,12 @@ export class Checker {
   /** The store lost every write it had applied since `since`. */
   storeLost(since: number): void {
     for (const [token, { at, until }] of this.wrote) if (at >= since) this.lost.set(token, until);
+    for (const [key, seen] of this.heldFences) {
+      this.heldFences.set(
+        key,
+        seen.filter(({ grantedAt }) => grantedAt < since),
+      );
+    }
   }
 
   /** Whether `lock` is left out of exclusion and fencing order: see {@link lost}. */
@@ -205,6 +223,7 @@ export class Checker {
   /** `token` released `key` or left its line, or renewed a lock it holds. */
   storeLeftLine(key: string, token: string): void {
     this.lines.get(key)?.delete(token);
+    this.turns?.heardFrom(token);
   }
 
   /** The store's line of `key`, when the run checks line order and `key` is a mutex. */
@@ -235,14 +254,16 @@ export class Checker {
       );
     }
     if (this.kinds.get(key)?.type === 'mutex' && valid && !this.excused(lock)) {
-      const last = this.heldFences.get(key) ?? -Infinity;
+      const seen = this.heldFences.get(key) ?? [];
+      const last = Math.max(-Infinity, ...seen.map(({ fence }) => fence));
       if (lock.fencingToken < last || (lock.fencingToken === last && !holding.adopted)) {
         this.fail(
           'fencing order',
           `${caller} holds ${key} with ${lock.fencingToken} after ${last}`,
         );
       }
-      this.heldFences.set(key, lock.fencingToken);
+      const grantedAt = this.grantedAt.get(lock.token) ?? this.world.now();
+      this.heldFences.set(key, [...seen, { fence: lock.fencingToken, grantedAt }]);
     }
     this.throttles?.held(lock.token);
     let holders = this.holdings.get(key);

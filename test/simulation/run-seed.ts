@@ -10,6 +10,7 @@ import { Names, type StoreSeen } from './sim-store.js';
 import { scheduleStoreLoss } from './store-loss.js';
 import { scheduleForceReleases } from './operator.js';
 import { ThrottleWindows } from './throttle-windows.js';
+import { TurnsTaken } from './turns-taken.js';
 import { Caller, type CallerRun } from './workload.js';
 import { World } from './world.js';
 import { ZooKeeperBackend } from './zk-backend.js';
@@ -99,6 +100,9 @@ async function simulate(
     const name = (token: string) => names.of(token);
     const minTtl = 2 * shape.maxLatency + 10;
     checker.lineOrder = { name, prefix: KEY_PREFIX, minTtl };
+    checker.turns = new TurnsTaken(world, 2 * shape.maxLatency + 1, (token, key) =>
+      checker.fail('turn taken up', `${name(token)} let its turn on ${key} lapse`),
+    );
   }
   const seen: StoreSeen = {
     attempted: (key, token, reply, asked) => checker.storeAttempted(key, token, reply, asked),
@@ -111,6 +115,7 @@ async function simulate(
     },
     transferred: (_key, token, ttl) => checker.storeWrote(token, ttl),
     turned: (key, token, fencingToken) => checker.storeTurned(key, token, fencingToken),
+    told: (_key, token) => checker.turns?.told(token),
     evicted: (_key, tokens) => checker.storeEvicted(tokens),
     refused: (token) => checker.storeRefused(token),
     heardRefusal: (token) => checker.heardRefusal(token),

@@ -1,3 +1,4 @@
+import { markOfToken } from '../../src/engine/token.js';
 import type { LockStoreCapabilities } from '../../src/store/capabilities.js';
 import type {
   AcquireAttempt,
@@ -38,6 +39,8 @@ export interface StoreSeen {
    * announces it with a `turn` (after what else the request did).
    */
   turned(key: string, token: string, fencingToken: number): void;
+  /** A `turn` notice for `token` reached the listeners of the instance whose token it is. */
+  told(key: string, token: string): void;
   /** The store refused to renew the lock of `token`: it no longer held it. */
   refused(token: string): void;
   /** The instance of `token` got the answer that the store refused to renew its lock. */
@@ -72,6 +75,8 @@ export class SimStore implements LockStore {
   readonly capabilities: LockStoreCapabilities;
   private readonly server: MemoryLockStore;
   private readonly command: TimedCommand;
+  /** What the instance's tokens end with, as its subscriptions name it. */
+  private instance?: string;
   /** The instance's listeners per key, as the client library keeps them. */
   private readonly listeners = new Map<string, Set<(event: LockEvent) => void>>();
   private readonly subscribing = new Map<string, Promise<unknown>>();
@@ -252,7 +257,12 @@ export class SimStore implements LockStore {
    * the instance; the last one to leave unsubscribes, and so does one whose subscription got
    * no answer in time. Each notice crosses the network, to the listeners of its arrival.
    */
-  async subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
+  async subscribe(
+    key: string,
+    onEvent: (event: LockEvent) => void,
+    instance?: string,
+  ): Promise<() => void> {
+    this.instance ??= instance;
     let listeners = this.listeners.get(key);
     if (!listeners) {
       this.listeners.set(key, (listeners = new Set()));
@@ -291,7 +301,10 @@ export class SimStore implements LockStore {
         ? `turn ${key} ${this.names.of(event.token)}${fence ? ` ${event.fencingToken}` : ''}`
         : '';
     this.network.notify(this.link, what || `released ${key}`, () => {
-      for (const listener of [...(this.listeners.get(key) ?? [])]) listener(event);
+      const listeners = [...(this.listeners.get(key) ?? [])];
+      const ours = event.type === 'turn' && markOfToken(event.token) === this.instance;
+      if (ours && listeners.length > 0) this.seen.told(key, event.token);
+      for (const listener of listeners) listener(event);
     });
   }
 

@@ -72,9 +72,14 @@ export class LockNodes {
     }
   }
 
-  /** The store closes: creations still waiting for their turn or their answer fail. */
+  /**
+   * The store closes: creations still waiting for their turn or their answer fail, and the lock
+   * nodes they were for are deleted if empty, by requests the session applies before it ends.
+   */
   close(): void {
-    this.creations.close(new Error('the lock store was closed'));
+    for (const parent of this.creations.close(new Error('the lock store was closed'))) {
+      this.removeIfEmpty(parent).catch(() => undefined);
+    }
   }
 
   /** The session expired: the root is checked again by the next session's first creation. */

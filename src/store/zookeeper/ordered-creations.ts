@@ -139,17 +139,20 @@ export class OrderedCreations {
 
   /**
    * The store closes: every creation not answered yet fails with `error` (its node, if the
-   * server made it, goes with the session), and no timer is left behind.
+   * server made it, goes with the session), and no timer is left behind. Returns the lock nodes
+   * of the lines it ended: one of them may have been created for creations that will now never
+   * be sent, and nobody else would delete it.
    */
-  close(error: Error): void {
-    const lines = [...this.lines.values()];
+  close(error: Error): string[] {
+    const lines = [...this.lines.entries()];
     this.lines.clear();
-    for (const line of lines) {
+    for (const [, line] of lines) {
       for (const creation of line.creations.splice(0)) {
         clearTimeout(creation.lost);
         creation.reject(error);
       }
     }
+    return lines.map(([parent]) => parent);
   }
 
   /** Takes an answered creation out of the line, then tells its caller. */
