@@ -268,7 +268,8 @@ export class SimStore implements LockStore {
       this.listeners.set(key, (listeners = new Set()));
       const apply = async () => {
         if (!this.subscribed.has(key)) {
-          this.subscribed.set(key, await this.server.subscribe(key, (e) => this.hear(key, e)));
+          const hear = (event: LockEvent) => this.hear(key, event);
+          this.subscribed.set(key, await this.server.subscribe(key, hear, this.instance));
         }
       };
       const ready = this.network.roundTrip(this.link, `subscribe ${key}`, apply, () => 'ok');

@@ -46,4 +46,31 @@ describe('memory store: a handover by notice, as the Redis scripts make it', () 
     expect(taken.acquired && taken.fencingToken).toBeGreaterThan(turn.fencingToken!);
     unsubscribe();
   });
+
+  it('tells a turn only to the subscribers of the instance whose token it names', async () => {
+    const store = new MemoryLockStore(true, new MemorySpace(), '');
+    const heard = { a: [] as LockEvent[], b: [] as LockEvent[], any: [] as LockEvent[] };
+    const stops = [
+      await store.subscribe('k', (event) => heard.a.push(event), '@a'),
+      await store.subscribe('k', (event) => heard.b.push(event), '@b'),
+      await store.subscribe('k', (event) => heard.any.push(event)),
+    ];
+    await store.acquire('k', 'holder@a', 10_000, true);
+    await store.acquire('k', 'waiter@b', 10_000, true);
+    await store.acquire('k', 'unmarked', 10_000, true);
+    await store.release('k', 'holder@a');
+    await Promise.resolve();
+    const turn = { type: 'turn', token: 'waiter@b' };
+    expect([heard.a, heard.b, heard.any]).toEqual([
+      [],
+      [expect.objectContaining(turn)],
+      [expect.objectContaining(turn)],
+    ]);
+    // A token that names no instance reaches everybody.
+    await store.acquire('k', 'waiter@b', 10_000, true);
+    await store.release('k', 'waiter@b');
+    await Promise.resolve();
+    expect(heard.a).toEqual([expect.objectContaining({ type: 'turn', token: 'unmarked' })]);
+    for (const stop of stops) stop();
+  });
 });

@@ -44,6 +44,8 @@ export class MemorySpace {
   private readonly fences = new WeakMap<Map<string, number>, Map<string, number>>();
   readonly lines: Queues = new Map();
   readonly listeners = new Map<string, Set<(event: LockEvent) => void>>();
+  /** The instance each listener subscribed for (what its tokens end with), when it said. */
+  readonly instanceOf = new WeakMap<(event: LockEvent) => void, string>();
   /** Values written through the fencing guard, and the highest token each guard has seen. */
   readonly values = new Map<string, Expiring<string>>();
   readonly guards = new Map<string, number>();

@@ -1,5 +1,6 @@
 import type { LockStoreCapabilities } from '../capabilities.js';
 import { monotonicNow } from '../../engine/clock.js';
+import { markOfToken } from '../../engine/token.js';
 import {
   QUEUE_LEASE,
   HANDOVER_LEASE,
@@ -149,8 +150,15 @@ export class MemoryLockStore implements LockStore {
     return true;
   }
 
+  /**
+   * Tells the key's listeners: a turn only to those of the instance whose token it names (and to
+   * those that named none), as Redis wakes only the next caller's process; a release to all.
+   */
   private announce(key: string, event: LockEvent): void {
+    const mark = event.type === 'turn' ? markOfToken(event.token) : undefined;
     for (const listener of this.space.listeners.get(key) ?? []) {
+      const instance = this.space.instanceOf.get(listener);
+      if (mark !== undefined && instance !== undefined && instance !== mark) continue;
       queueMicrotask(() => listener(event));
     }
   }
@@ -225,7 +233,12 @@ export class MemoryLockStore implements LockStore {
     return 1;
   }
 
-  async subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
+  async subscribe(
+    key: string,
+    onEvent: (event: LockEvent) => void,
+    instance?: string,
+  ): Promise<() => void> {
+    if (instance !== undefined) this.space.instanceOf.set(onEvent, instance);
     let listeners = this.space.listeners.get(key);
     if (!listeners) this.space.listeners.set(key, (listeners = new Set()));
     const unsubscribe = () => {
