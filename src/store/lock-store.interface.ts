@@ -130,13 +130,6 @@ export interface LockStore {
    */
   release(key: string, token: string, successor?: string): Promise<ReleaseOutcome>;
   /**
-   * Renews the queue leases of `tokens` that still have a place in `key`'s queue (never gives
-   * one), as their attempts would: for waiters that wait behind another of their process, which
-   * alone makes attempts. For a store whose places lapse by a lease (Redis, PostgreSQL, memory);
-   * one whose places last as long as the waiter's session (ZooKeeper) does without it.
-   */
-  keepPlaces?(key: string, tokens: readonly string[]): Promise<void>;
-  /**
    * Compare-and-pexpire for each entry, in one round trip; `false` where the token is gone,
    * `undefined` where the store could not tell (RedLock: too few masters answered for it).
    */

@@ -78,11 +78,6 @@ async function firstComeFirstServed(ctx: StoreContract): Promise<void> {
     lastFences.push(refusal.lastFence);
     await ctx.waitingIs(key, i + 1);
   }
-  // Their places, kept as the engine keeps them for waiters that wait behind another, where
-  // places are leased (a session store keeps them as long as the session, without it).
-  ctx.every(1_000, async () => {
-    for (const waiter of waiters) await waiter.store.keepPlaces?.(key, [waiter.token]);
-  });
   let releaser: Waiter = { store: a, token: holder };
   for (const [i, waiter] of waiters.entries()) {
     expect(turnsHeard()).toEqual(waiters.slice(0, i).map((each) => each.token));
@@ -132,18 +127,18 @@ async function placeLapses(ctx: StoreContract): Promise<void> {
   const c = await ctx.open();
   const key = ctx.key('lapsed');
   const ttl = ctx.longTtl;
-  const [holder, idle, kept, stranger] = [token(), token(), token(), token()];
+  const [holder, idle, kept] = [token(), token(), token()];
   const [heardB, heardC] = [await ctx.listen(b, key), await ctx.listen(c, key)];
   await ctx.take(a, key, holder, ttl);
   const queuedAt = performance.now();
   refusalOf(await b.acquire(key, idle, ttl, true, waitsOn));
   refusalOf(await c.acquire(key, kept, ttl, true, waitsOn));
   await ctx.waitingIs(key, 2);
-  // keepPlaces, which a store whose places lapse by a lease has, renews the place `kept` has,
-  // and gives none to a token without one.
-  const keepPlaces = c.keepPlaces?.bind(c);
-  expect(keepPlaces).toEqual(expect.any(Function));
-  ctx.every(1_000, () => keepPlaces!(key, [kept, stranger]));
+  // The attempts of a waiter renew its place, as a waiting caller's re-checks do; the idle
+  // caller makes none.
+  ctx.every(1_000, async () => {
+    refusalOf(await c.acquire(key, kept, ttl, true, waitsOn));
+  });
   const inspect = a.inspect?.bind(a);
   if (inspect) {
     // Live places, as the store counts them: the idle caller's lapses, not before its lease.
@@ -201,7 +196,6 @@ async function turnLapses(ctx: StoreContract): Promise<void> {
   refusalOf(await b.acquire(key, absent, ttl, true, waitsOn));
   refusalOf(await c.acquire(key, next, ttl, true, waitsOn));
   await ctx.waitingIs(key, 2);
-  ctx.every(1_000, async () => c.keepPlaces?.(key, [next]));
   expect(await a.release(key, holder)).toEqual({ released: true });
   const turn = await heardB.turnOf(absent);
   // Reserved for the absent waiter, for HANDOVER_LEASE at most.

@@ -160,16 +160,6 @@ export class SimStore implements LockStore {
     );
   }
 
-  keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
-    const what = `keep ${key} ${tokens.map((token) => this.names.of(token)).join(',')}`;
-    return this.call(
-      key,
-      what,
-      () => this.server.keepPlaces(key, tokens),
-      () => 'ok',
-    );
-  }
-
   renew(entries: readonly RenewalEntry[]): Promise<boolean[]> {
     const named = entries.map(({ key, token, ttl }) => `${key}:${this.names.of(token)}:${ttl}`);
     const key = entries[0]?.key ?? '';

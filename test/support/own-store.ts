@@ -21,7 +21,6 @@ export class OwnStore implements LockStore {
   readonly holdWindow?: LockStore['holdWindow'];
   /** Where an adopted lock's hold moves to the adopter's token (see `LockStore.transfer`). */
   readonly transfer?: LockStore['transfer'];
-  readonly keepPlaces?: LockStore['keepPlaces'];
   readonly isLocked?: LockStore['isLocked'];
   readonly inspect?: LockStore['inspect'];
   readonly forceRelease?: LockStore['forceRelease'];
@@ -30,7 +29,7 @@ export class OwnStore implements LockStore {
   /**
    * @param options.transfer `false` for a store without `transfer` (which adopts by renewing)
    * @param options.core only the six methods every store has: none of the optional facets
-   *   (`keepPlaces`, `isLocked`, `inspect`, `forceRelease`, `writeFenced`, `holdWindow`,
+   *   (`isLocked`, `inspect`, `forceRelease`, `writeFenced`, `holdWindow`,
    *   `transfer`), and so no line of waiters, throttle or hand-off either
    */
   constructor(
@@ -50,7 +49,6 @@ export class OwnStore implements LockStore {
     }
     if (inner.holdWindow) this.holdWindow = inner.holdWindow.bind(inner);
     if (inner.transfer && options.transfer !== false) this.transfer = inner.transfer.bind(inner);
-    this.keepPlaces = inner.keepPlaces?.bind(inner);
     this.isLocked = inner.isLocked?.bind(inner);
     this.inspect = inner.inspect?.bind(inner);
     this.forceRelease = inner.forceRelease?.bind(inner);

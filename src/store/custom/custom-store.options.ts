@@ -6,7 +6,6 @@ import type { LockStore } from '../lock-store.interface.js';
 const REQUIRED_METHODS = ['acquire', 'release', 'renew', 'subscribe', 'ping', 'close'] as const;
 /** The facets a store may have: absent, or methods. */
 const OPTIONAL_METHODS = [
-  'keepPlaces',
   'isLocked',
   'inspect',
   'forceRelease',

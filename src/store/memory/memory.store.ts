@@ -2,7 +2,6 @@ import type { LockStoreCapabilities } from '../capabilities.js';
 import { monotonicNow } from '../../engine/clock.js';
 import { markOfToken } from '../../engine/token.js';
 import {
-  QUEUE_LEASE,
   HANDOVER_LEASE,
   type LockEvent,
   type AcquireAttempt,
@@ -160,17 +159,6 @@ export class MemoryLockStore implements LockStore {
       const instance = this.space.instanceOf.get(listener);
       if (mark !== undefined && instance !== undefined && instance !== mark) continue;
       queueMicrotask(() => listener(event));
-    }
-  }
-
-  async keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
-    const leaseEnd = monotonicNow() + QUEUE_LEASE;
-    for (const queues of [this.space.queues, this.space.lines]) {
-      const waiting = queues.get(key);
-      for (const token of tokens) {
-        const place = waiting?.get(token);
-        if (place) place.leaseEnd = leaseEnd;
-      }
     }
   }
 

@@ -23,7 +23,6 @@ export interface PostgresNames {
   readonly grant: string;
   readonly acquire: string;
   readonly release: string;
-  readonly keep: string;
   /** The unqualified names of the indexes, which live in the table's schema. */
   readonly indexes: { readonly expiry: string; readonly line: string; readonly lease: string };
   /** The signatures of the functions, for `to_regprocedure`. */
@@ -48,7 +47,6 @@ export function postgresNames(schema: string, table: string): PostgresNames {
     grant: fn('grant'),
     acquire: fn('acquire'),
     release: fn('release'),
-    keep: fn('keep'),
     indexes: {
       expiry: `"${table}_expiry"`,
       line: `"${table}_queue_line"`,
@@ -62,7 +60,6 @@ export function postgresNames(schema: string, table: string): PostgresNames {
       `${names.grant}(text,text,text,timestamptz)`,
       `${names.acquire}(text,text,text,bigint,boolean,text,text,text,integer)`,
       `${names.release}(text,text,text,boolean,text)`,
-      `${names.keep}(text,text[])`,
     ],
   };
 }

@@ -234,27 +234,9 @@ $fn$;
 `;
 }
 
-/**
- * Renews the queue leases of waiters that still have a place in `p_key`'s line (see
- * `LockStore.keepPlaces`), under the key's advisory lock as every other write to a key's rows:
- * an UPDATE of several places beside it, in another order than the grant's, deadlocked with it.
- */
-function keepSql(n: PostgresNames): string {
-  return `
-CREATE OR REPLACE FUNCTION ${n.keep}(p_key text, p_tokens text[]) RETURNS void
-    LANGUAGE plpgsql AS $fn$
-BEGIN
-  PERFORM pg_advisory_xact_lock(hashtextextended('${n.qualified}' || chr(1) || p_key, 0));
-  UPDATE ${n.queue} SET lease_end = clock_timestamp() + interval '${QUEUE_LEASE} milliseconds'
-    WHERE key = p_key AND token = ANY(p_tokens);
-END
-$fn$;
-`;
-}
-
 /** The functions, in the order they must be created. */
 export function functionsSql(n: PostgresNames): SchemaPart[] {
-  return [nextFenceSql(n), grantSql(n), acquireSql(n), releaseSql(n), keepSql(n)].map((sql, i) => ({
+  return [nextFenceSql(n), grantSql(n), acquireSql(n), releaseSql(n)].map((sql, i) => ({
     object: n.signatures[i],
     kind: 'function',
     sql,

@@ -153,14 +153,6 @@ export class PostgresLockStore implements LockStore {
       : { released: true, successorFencingToken: Number(row.fencing_token) };
   }
 
-  async keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
-    if (tokens.length === 0) return;
-    await this.run(key, 'keep places', {
-      text: `SELECT ${this.names.keep}($1, $2::text[])`,
-      values: [key, tokens],
-    });
-  }
-
   /**
    * One statement for the whole batch: each row still ours and live gets its new expiry. One
    * lock's renewal (an extend) waits for the requests for it sent before (an extend, a
