@@ -8,6 +8,8 @@ import { RedisServer } from '../support/redis-server.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { startWaitingProcess } from '../support/waiting-child.js';
 import { holderIn } from '../support/lock-value.js';
+import { markOfToken } from '../../src/engine/token.js';
+import { turnChannelOf } from '../../src/store/redis/redis-keys.js';
 
 /**
  * The fair handover, attacked: a waiter whose pub/sub connection lags its command connection,
@@ -197,16 +199,18 @@ describe('the fair handover', () => {
         for (let round = 0; round < 5 && !fromNotice; round++) {
           const name = `noticed:${round}`;
           const held = await holder.locks.acquire(name, { ttl: 10_000 });
-          const notices: string[] = [];
-          await listener.subscribe(held.key);
-          listener.removeAllListeners('message');
-          listener.on('message', (channel: string, message: string) => {
-            if (channel === held.key) notices.push(message);
-          });
           const waited = waiter.locks.acquire(name, { ttl: 10_000, waitTimeout: 20_000 });
           // The waiter has its refusal in hand, not only a place in the store's line.
           await until(async () => waiting.has(held.key));
           const [waiterToken] = await redis.zrange(queueOf(held.key), 0, -1);
+          // The notice goes to the turn channel of the instance the waiter's token names.
+          const turns = turnChannelOf(held.key, markOfToken(waiterToken)!);
+          const notices: string[] = [];
+          await listener.subscribe(turns);
+          listener.removeAllListeners('message');
+          listener.on('message', (channel: string, message: string) => {
+            if (channel === turns) notices.push(message);
+          });
           await held.release();
           const lock = await waited;
           await until(async () => notices.length === 1);

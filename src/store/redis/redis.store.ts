@@ -261,20 +261,17 @@ export class RedisLockStore implements LockStore {
   }
 
   /**
+   * Listens on the key's channel and, in fair mode, on `instance`'s turn channel for the key:
+   * without it, none of this store's callers queues, so none is ever announced a turn there.
    * With `waitForReplicas`, a turn's grant is not taken up from its notice: the release's write
    * was not waited for, so the waiter takes the lock with an attempt of its own, which waits.
    */
-  subscribe(
-    key: string,
-    onEvent: (event: LockEvent) => void,
-    instance?: string,
-  ): Promise<() => void> {
-    if (!this.replicas) return this.channels.subscribe(key, onEvent, instance);
-    return this.channels.subscribe(
-      key,
-      (event) => onEvent(event.type === 'turn' ? { type: 'turn', token: event.token } : event),
-      instance,
-    );
+  subscribe(key: string, onEvent: (event: LockEvent) => void, instance?: string) {
+    const turns = this.options.fair ? instance : undefined;
+    if (!this.replicas) return this.channels.subscribe(key, onEvent, turns);
+    const heard = (event: LockEvent) =>
+      onEvent(event.type === 'turn' ? { type: 'turn', token: event.token } : event);
+    return this.channels.subscribe(key, heard, turns);
   }
 
   async close(): Promise<void> {
