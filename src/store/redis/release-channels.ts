@@ -65,7 +65,7 @@ export class ReleaseChannels {
     };
     try {
       await this.command(key, 'subscribe', () =>
-        Promise.all(channels.map((channel) => this.subscribing.get(channel))),
+        Promise.all(channels.map((channel) => this.subscribing.get(channel) ?? Promise.resolve())),
       );
     } catch (error) {
       unsubscribe();
