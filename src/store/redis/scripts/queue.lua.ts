@@ -17,16 +17,17 @@ import { TURN_PREFIX } from '../release-messages.js';
  * to the longest-waiting live waiter with a fencing token, for the handover lease only (at most
  * the waiter's TTL), and announced as a {@link TURN_PREFIX} message naming the waiter and the
  * fencing token, on the turn channel of the instance the waiter's token names (see
- * `turn_channel`), so that only the process whose caller is next wakes. The notice proves nothing by itself, as it may come late:
- * the waiter holds on the strength of it only if its last refused attempt, whose send time it
- * knows, ran before the grant (its reply's `lastFence` is below the notice's fencing token), and
- * only until that send time plus the lease; otherwise its next attempt, which finds its token,
- * takes the lock with a TTL and fencing token of its own. A waiter that died, or whose notice
- * comes late, costs the others one handover lease. Every channel a
- * script publishes on lies in the lock's slot, so that on a Cluster the message can go out with
- * SPUBLISH (the scripts take the publishing command as an argument, and the beginning of the
- * turn channels' names, see `turnChannelsOf`). The leases are constants of
- * the library, written into the script rather than sent with every call. With nobody queued, an
+ * `turn_channel`), so that only the process whose caller is next wakes. The notice proves
+ * nothing by itself, as it may come late: the waiter holds on the strength of it only if its
+ * last refused attempt, whose send time it knows, ran before the grant (its reply's `lastFence`
+ * is below the notice's fencing token), and only until that send time plus the lease; otherwise
+ * its next attempt, which finds its token, takes the lock with a TTL and fencing token of its
+ * own. A waiter that died, or whose notice comes late, costs the others the handover lease, or
+ * the wait for their next fallback re-check if that ends later (they do not hear the grant).
+ * Every channel a script publishes on lies in the lock's slot, so that on a Cluster the message
+ * can go out with SPUBLISH (the scripts take the publishing command as an argument, and the
+ * beginning of the turn channels' names, see `turnChannelsOf`). The leases are constants of the
+ * library, written into the script rather than sent with every call. With nobody queued, an
  * acquisition looks at the queue in the `EXISTS` that finds the lock free, and a release whose
  * lock value has no queue mark (see `FENCE_LUA`) does not look at it at all.
  *
