@@ -1,4 +1,5 @@
 import type { LockEvent, LockStore } from '../../src/index.js';
+import { newToken, ownerMark } from '../../src/engine/token.js';
 import { sleep } from '../support/lock-app.js';
 import {
   BOUND,
@@ -43,6 +44,22 @@ export function noticeCases(ctx: StoreContract): void {
     expect(heard.events[0]).toMatchObject(
       can.queueing ? { type: 'turn', token: waiter } : { type: 'released' },
     );
+    fenceOf(await b.acquire(key, waiter, ctx.longTtl, can.queueing, waitsOn));
+    expect(await b.release(key, waiter)).toEqual({ released: true });
+  });
+
+  it('tells a subscriber that names its instance the turn of a caller of that instance, or the release', async () => {
+    const { a, b, can } = ctx;
+    const key = ctx.key('instance');
+    const instance = ownerMark('contract:b');
+    const [holder, waiter] = [token(), newToken('', instance)];
+    const heard = new Heard();
+    ctx.defer(await b.subscribe(key, heard.listener, instance));
+    await ctx.take(a, key, holder);
+    refusalOf(await b.acquire(key, waiter, ctx.longTtl, can.queueing, waitsOn));
+    expect(await a.release(key, holder)).toEqual({ released: true });
+    const expected = can.queueing ? { type: 'turn', token: waiter } : { type: 'released' };
+    await heard.hears((event) => matches(event, expected));
     fenceOf(await b.acquire(key, waiter, ctx.longTtl, can.queueing, waitsOn));
     expect(await b.release(key, waiter)).toEqual({ released: true });
   });

@@ -171,11 +171,15 @@ describe.each([true, false])('waiting for a held lock (fair: %s)', (fair) => {
     const key = await waitOnce();
     await waitOnce();
     await waitOnce();
-    // One SUBSCRIBE for three waits in a row, and it is gone once nobody waited for a while.
-    expect((await subscribes()) - before).toBe(1);
+    // One SUBSCRIBE per channel for three waits in a row (the key's, and in fair mode the
+    // instance's turn channel for it), and they are gone once nobody waited for a while.
+    const turns = () => monitor.pubsub('CHANNELS', `{${key}}:turn@*`) as Promise<string[]>;
+    expect((await subscribes()) - before).toBe(fair ? 2 : 1);
     expect(await monitor.pubsub('NUMSUB', key)).toEqual([key, 1]);
+    expect(await turns()).toHaveLength(fair ? 1 : 0);
     while ((await monitor.pubsub('NUMSUB', key))[1] !== 0) await sleep(100);
-    expect(await commandCalls(monitor, 'unsubscribe')).toBeGreaterThanOrEqual(1);
+    expect(await turns()).toEqual([]);
+    expect(await commandCalls(monitor, 'unsubscribe')).toBeGreaterThanOrEqual(fair ? 2 : 1);
   }, 30_000);
 
   it('subscribes once per process and key, however many callers wait', async () => {

@@ -28,7 +28,7 @@ const COMMANDS =
 
 /** The ACL line of docs/acl.md for one user and lock prefix. */
 const aclRules = (prefix: string) =>
-  `resetkeys ~${prefix}* ~{${prefix}* resetchannels &${prefix}* ${COMMANDS}`;
+  `resetkeys ~${prefix}* ~{${prefix}* resetchannels &${prefix}* &{${prefix}* ${COMMANDS}`;
 
 /** What docs/acl.md adds on a Redis Cluster. */
 const CLUSTER_COMMANDS =
@@ -49,7 +49,7 @@ const fencedRules = (dataPrefix: string) =>
 
 /**
  * Every lock feature, run by apps whose Redis user may only touch keys and channels under its
- * own lock prefix (`~P* ~{P*`, `&P*`) and run the commands above. Redis refuses anything
+ * own lock prefix (`~P* ~{P*`, `&P* &{P*`) and run the commands above. Redis refuses anything
  * else (NOPERM) and writes it in its ACL LOG, which must stay empty.
  */
 describe('under a Redis ACL user confined to its lock prefix', () => {
@@ -239,7 +239,8 @@ describe('under a Redis ACL user confined to its lock prefix', () => {
     ]);
     const queued = async () => (await keys()).filter((key) => /\}:(queue|line)/.test(key)).length;
     const channels = () => admin.call('PUBSUB', 'CHANNELS') as Promise<string[]>;
-    await until(async () => (await queued()) === 4 && (await channels()).length === 4);
+    // Each waiting app listens on each key's channel and on its instance's turn channel for it.
+    await until(async () => (await queued()) === 4 && (await channels()).length === 8);
     const inUse = [...(await keys()), ...(await channels())];
     const owners = (name: string) =>
       ['billing', 'shipping'].filter((app) =>

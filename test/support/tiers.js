@@ -45,6 +45,7 @@ export const splitAcrossTiers = [
   'test/engine/arrival-order.spec.ts',
   'test/engine/client-order.spec.ts',
   'test/engine/faults.spec.ts',
+  'test/engine/turn-channels.spec.ts',
   'test/health/lock-health.spec.ts',
   'test/leader/leader-election.spec.ts',
   'test/safety/acl-prefix.spec.ts',

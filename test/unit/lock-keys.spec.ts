@@ -1,4 +1,5 @@
 import { LockKeyResolutionError } from '../../src/index.js';
+import { ownerMark } from '../../src/engine/token.js';
 import { CLUSTER_SLOTS, slotOf, slotTag } from '../../src/store/redis/cluster-slots.js';
 import { lockIdsOf, leaderIdOf, toDataKey, toStoreKey } from '../../src/keys/lock-keys.js';
 import {
@@ -7,6 +8,8 @@ import {
   scriptKeysOf,
   sharedScriptKeysOf,
   sideKeyOf,
+  turnChannelOf,
+  turnChannelsOf,
 } from '../../src/store/redis/redis-keys.js';
 
 describe('the key grammar', () => {
@@ -41,6 +44,32 @@ describe('the key grammar', () => {
       fenceKeyOf(`lock:{${slotTag(slotOf('lock:a'))}}`, 'lock:', true),
     );
     expect(fenceKeyOf('lock:a', 'lock:', false)).toBe(fenceKeyOf('lock:b', 'lock:', false));
+  });
+
+  it("keeps each instance's turn channel of a lock in the lock's slot, under the prefix, apart from every other channel", () => {
+    const names = ['order:7', '{user:1}:cart', 'a{b', 'a{b}{c}', 'a}b{c}', 'a@b', '{x@y}:z'];
+    const keys = [
+      ...names.map((name) => toStoreKey('lock:', name)),
+      leaderIdOf('lock:', 'relay').key,
+    ];
+    const marks = [ownerMark('host:1'), ownerMark('host:12'), ownerMark('{ü@}')];
+    const channels = new Map<string, string>();
+    for (const key of keys) {
+      channels.set(key, `channel of ${key}`);
+      for (const mark of marks) {
+        const channel = turnChannelOf(key, mark);
+        // What the scripts build: the beginning they are given, and the token's mark.
+        expect(channel).toBe(turnChannelsOf(key) + mark);
+        expect([channel, slotOf(channel), channel.startsWith('{lock:')]).toEqual([
+          channel,
+          slotOf(key),
+          true,
+        ]);
+        expect([channel, channels.get(channel)]).toEqual([channel, undefined]);
+        channels.set(channel, `turns of ${mark} on ${key}`);
+      }
+    }
+    expect(turnChannelOf('lock:order:7', '@host:1')).toBe('{lock:order:7}:turn@host:1');
   });
 
   it('has a tag for every slot after any text, which hashes to it', () => {

@@ -17,6 +17,8 @@ import { slotOf, slotTag } from './cluster-slots.js';
  *   {K}:places    {H+s}:places:K
  *   {P}:fence     {P+s}:fence      the fencing counter of the prefix: one per server, or one
  *                                  per hash slot on a Cluster
+ *   {K}:turn@I    {H+s}:turn:K@I   a channel, not a key: where the turns of K's waiters whose
+ *                                  tokens end with owner mark @I (see ownerMark) are announced
  *
  * The first form is for a key without braces that close, the second for a key with a hash tag
  * or with a "}" that closes none (a leadership's): H is the key up to its first brace (which
@@ -25,6 +27,13 @@ import { slotOf, slotTag } from './cluster-slots.js';
  * A key with a "}" that closes no tag is refused (lock-keys.ts), and neither P nor s holds a
  * brace, so the first "}" ends the tag and the role follows it: keys of different roles, or of
  * different K, are different, and so are the counters of different prefixes.
+ *
+ * Channels: a lock's own channel is its key K, on which its releases are announced, and the
+ * turns of waiters whose tokens carry no owner mark. A turn channel lies in K's slot, so that a
+ * script may announce on it with SPUBLISH, and under "{" + P, so that an ACL user confined to
+ * `&P* &{P*` hears every one. Its owner mark holds no brace and no "@" after its first (it is
+ * escaped), so a turn channel's last "@" begins the mark, and turn channels of different K or
+ * of different instances differ; as no lock key begins with "{", none is a lock's channel.
  */
 
 /** What the library keeps beside a lock key. */
@@ -36,6 +45,27 @@ export type SideKeyRole = 'queue' | 'waiters' | 'holders' | 'tenures' | 'line' |
  * otherwise a tag made of the key's text before its first brace, brought into the key's slot.
  */
 export function sideKeyOf(redisKey: string, role: SideKeyRole): string {
+  return besideKey(redisKey, role);
+}
+
+/**
+ * What the names of `redisKey`'s turn channels begin with: the scripts take it as an argument
+ * and append the owner mark of the waiter whose turn they announce (see {@link turnChannelOf}).
+ */
+export function turnChannelsOf(redisKey: string): string {
+  return besideKey(redisKey, 'turn');
+}
+
+/**
+ * The channel on which the turns of `redisKey`'s waiters whose tokens end with `instance` (an
+ * owner mark, `@` and the escaped instance id) are announced, in the key's hash slot.
+ */
+export function turnChannelOf(redisKey: string, instance: string): string {
+  return turnChannelsOf(redisKey) + instance;
+}
+
+/** A name beside `redisKey`, in its hash slot and under `{` + the key prefix (see above). */
+function besideKey(redisKey: string, role: SideKeyRole | 'turn'): string {
   if (hashTag(redisKey) === undefined && !redisKey.includes('}')) return `{${redisKey}}:${role}`;
   const head = redisKey.slice(0, redisKey.search(/[{}]/));
   return `{${slotTag(slotOf(redisKey), head)}}:${role}:${redisKey}`;

@@ -1,9 +1,10 @@
 import type { LockStoreCapabilities } from '../capabilities.js';
 import { lockNameOf } from '../../keys/lock-keys.js';
-import { guardKeyOf } from './redis-keys.js';
+import { guardKeyOf, turnChannelsOf } from './redis-keys.js';
 import { kindConflict } from '../lock-kind.js';
 import { LockConnectionError } from '../../lock.errors.js';
 import type { AcquireArgs } from './scripts/acquire.script.js';
+import type { ForceReleaseArgs } from './scripts/force-release.script.js';
 import type { ReleaseArgs } from './scripts/release.script.js';
 import type { SharedAttempt } from './scripts/shared/shared-acquire.script.js';
 import { TRANSFER_SCRIPT, transferKeysOf } from './scripts/transfer.script.js';
@@ -118,7 +119,7 @@ export class RedisLockStore implements LockStore {
     // Not awaited off a Cluster: an await per command is measurable on the hot path.
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
     const connection = this.replicas?.connection ?? 0;
-    const args: AcquireArgs = [token, ttl, queue ? 1 : 0, publish];
+    const args: AcquireArgs = [token, ttl, queue ? 1 : 0, publish, turnChannelsOf(key)];
     const reply = this.command(key, 'acquire', () => this.scripts.acquire(key, args));
     let attempt: SharedAttempt;
     try {
@@ -236,7 +237,8 @@ export class RedisLockStore implements LockStore {
 
   async forceRelease(key: string): Promise<number> {
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
-    return this.command(key, 'forceRelease', () => this.scripts.forceRelease(key, [publish]));
+    const args: ForceReleaseArgs = [publish, turnChannelsOf(key)];
+    return this.command(key, 'forceRelease', () => this.scripts.forceRelease(key, args));
   }
 
   /**
@@ -259,14 +261,17 @@ export class RedisLockStore implements LockStore {
   }
 
   /**
+   * Listens on the key's channel and, in fair mode, on `instance`'s turn channel for the key:
+   * without it, none of this store's callers queues, so none is ever announced a turn there.
    * With `waitForReplicas`, a turn's grant is not taken up from its notice: the release's write
    * was not waited for, so the waiter takes the lock with an attempt of its own, which waits.
    */
-  subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
-    if (!this.replicas) return this.channels.subscribe(key, onEvent);
-    return this.channels.subscribe(key, (event) =>
-      onEvent(event.type === 'turn' ? { type: 'turn', token: event.token } : event),
-    );
+  subscribe(key: string, onEvent: (event: LockEvent) => void, instance?: string) {
+    const turns = this.options.fair ? instance : undefined;
+    if (!this.replicas) return this.channels.subscribe(key, onEvent, turns);
+    const heard = (event: LockEvent) =>
+      onEvent(event.type === 'turn' ? { type: 'turn', token: event.token } : event);
+    return this.channels.subscribe(key, heard, turns);
   }
 
   async close(): Promise<void> {
@@ -285,7 +290,7 @@ export class RedisLockStore implements LockStore {
     successor: string,
   ): Promise<ReleaseOutcome> {
     const { publish } = this.cluster ? await this.channels.pubSub(key) : PUBSUB.plain;
-    const args: ReleaseArgs = [token, announce ? 1 : 0, publish, successor];
+    const args: ReleaseArgs = [token, announce ? 1 : 0, publish, successor, turnChannelsOf(key)];
     return this.command(key, 'release', () => this.scripts.release(key, args));
   }
 }

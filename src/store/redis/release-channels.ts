@@ -2,6 +2,7 @@ import { lockNameOf } from '../../keys/lock-keys.js';
 import { LockConnectionError } from '../../lock.errors.js';
 import type { LockEvent } from '../lock-store.interface.js';
 import type { RedisClientPort, RedisSubscriber } from './redis-client.port.js';
+import { turnChannelOf } from './redis-keys.js';
 import { eventOf } from './release-messages.js';
 import type { PublishCommand } from './scripts/queue.lua.js';
 import type { TimedCommand } from '../timed-command.js';
@@ -14,13 +15,17 @@ export const PUBSUB = {
 type PubSub = (typeof PUBSUB)[keyof typeof PUBSUB];
 
 /**
- * The release notifications of one store: one subscriber connection, and one channel per key
- * that has waiters in this process, named after the key, whose messages go to every listener
- * of that key. On a Cluster whose servers have it (Redis 7), the channels are sharded: a
- * release is published only to the shard that owns the lock's slot instead of to every node.
+ * The release notifications of one store: one subscriber connection and, per key that has
+ * waiters in this process, the key's own channel (its releases, and the turns of waiters whose
+ * tokens name no instance) and the turn channel of this process's instance for the key (see
+ * `turnChannelOf`), so that a handover wakes only the process whose caller is next. A channel's
+ * messages go to every listener of it. On a Cluster whose servers have it (Redis 7), the
+ * channels are sharded: a release is published only to the shard that owns the lock's slot
+ * instead of to every node, and both channels of a key lie in its slot.
  */
 export class ReleaseChannels {
   private subscriber?: RedisSubscriber;
+  /** The listeners of each channel subscribed to, by channel name. */
   private readonly listeners = new Map<string, Set<(event: LockEvent) => void>>();
   private readonly subscribing = new Map<string, Promise<unknown>>();
   /** Settled on the first command that needs it: which pub/sub the store uses. */
@@ -39,28 +44,29 @@ export class ReleaseChannels {
     private readonly keyPrefix: string,
   ) {}
 
-  /** Calls `onEvent` with each message published on `key`'s channel, until unsubscribed. */
-  async subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
+  /**
+   * Calls `onEvent` with each message published on `key`'s channel and, when `instance` (an
+   * owner mark) is given, on that instance's turn channel for `key`, until unsubscribed.
+   * Resolves once both subscriptions are confirmed.
+   */
+  async subscribe(
+    key: string,
+    onEvent: (event: LockEvent) => void,
+    instance?: string,
+  ): Promise<() => void> {
     if (this.closed) {
       throw new LockConnectionError(lockNameOf(this.keyPrefix, key), 'the lock store is closed');
     }
     const pubsub = await this.pubSub(key);
-    let listeners = this.listeners.get(key);
-    if (!listeners) {
-      listeners = new Set();
-      this.listeners.set(key, listeners);
-      const subscriber = this.subscriberConnection(pubsub);
-      const ready = subscriber.subscribe(key).finally(() => this.subscribing.delete(key));
-      this.subscribing.set(key, ready);
-    }
-    listeners.add(onEvent);
+    const channels = instance ? [key, turnChannelOf(key, instance)] : [key];
+    const stops = channels.map((channel) => this.listen(channel, onEvent, pubsub));
     const unsubscribe = () => {
-      if (!listeners.delete(onEvent) || listeners.size > 0) return;
-      this.listeners.delete(key);
-      if (!this.closed) this.subscriber?.unsubscribe(key).catch(() => undefined);
+      for (const stop of stops) stop();
     };
     try {
-      await this.command(key, 'subscribe', () => this.subscribing.get(key) ?? Promise.resolve());
+      await this.command(key, 'subscribe', () =>
+        Promise.all(channels.map((channel) => this.subscribing.get(channel) ?? Promise.resolve())),
+      );
     } catch (error) {
       unsubscribe();
       throw error;
@@ -88,6 +94,29 @@ export class ReleaseChannels {
     this.closed = true;
     this.listeners.clear();
     if (this.subscriber) await this.subscriber.close();
+  }
+
+  /**
+   * Adds `onEvent` to the listeners of `channel`, subscribing to it when it is the first (the
+   * subscription on its way is in `subscribing` until confirmed); returns what removes it, and
+   * unsubscribes with the last.
+   */
+  private listen(channel: string, onEvent: (event: LockEvent) => void, pubsub: PubSub) {
+    let listeners = this.listeners.get(channel);
+    if (!listeners) {
+      listeners = new Set();
+      this.listeners.set(channel, listeners);
+      const subscriber = this.subscriberConnection(pubsub);
+      const ready = subscriber.subscribe(channel).finally(() => this.subscribing.delete(channel));
+      this.subscribing.set(channel, ready);
+    }
+    listeners.add(onEvent);
+    const own = listeners;
+    return () => {
+      if (!own.delete(onEvent) || own.size > 0) return;
+      this.listeners.delete(channel);
+      if (!this.closed) this.subscriber?.unsubscribe(channel).catch(() => undefined);
+    };
   }
 
   private subscriberConnection(pubsub: PubSub): RedisSubscriber {

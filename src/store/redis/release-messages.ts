@@ -1,15 +1,16 @@
 import type { LockEvent } from '../lock-store.interface.js';
 
 /**
- * How the Redis scripts announce on a lock's channel that the lock is reserved for a queued
- * waiter: this prefix, then the waiter's token, then, when the mutex was granted to the waiter
+ * How the Redis scripts announce that a lock is reserved for a queued waiter, on the turn
+ * channel of the instance the waiter's token names (or on the lock's channel for a token that
+ * names none, see `turnChannelOf`): this prefix, then the waiter's token, then, when the mutex was granted to the waiter
  * outright, a space and its fencing token (tokens hold no space). Any other message is a plain
  * release, named by the SHA-1 of the released token (so that RedLock passes each release on
  * once).
  */
 export const TURN_PREFIX = 'turn:';
 
-/** A message heard on a lock's channel, as the event it announces. */
+/** A message heard on a lock's channel or on a turn channel, as the event it announces. */
 export function eventOf(message: string): LockEvent {
   if (!message.startsWith(TURN_PREFIX)) {
     return { type: 'released', id: message === '' ? undefined : message };

@@ -190,6 +190,11 @@ export class RedlockLockStore implements LockStore {
     return { masters: `${tally.answers.length}/${this.masters.length} answered` };
   }
 
+  /**
+   * Listens on the key's channel of each master only, whatever instance the engine names:
+   * RedLock keeps no line (see its capabilities), so no master ever announces a turn on an
+   * instance's channel, and subscribing to one would cost a subscription per master for nothing.
+   */
   async subscribe(key: string, onEvent: (event: LockEvent) => void): Promise<() => void> {
     const { tally, unsubscribe } = await subscribeOnMasters(
       this.masters,

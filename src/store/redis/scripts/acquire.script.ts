@@ -6,14 +6,21 @@ import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
 import { entriesOf, integerOf } from './script-reply.js';
 
 /** The arguments of {@link ACQUIRE_SCRIPT} (ARGV), durations in ms. */
-export type AcquireArgs = [token: string, ttl: number, queue: 0 | 1, publish: PublishCommand];
+export type AcquireArgs = [
+  token: string,
+  ttl: number,
+  queue: 0 | 1,
+  publish: PublishCommand,
+  turns: string,
+];
 
 /**
  * One acquisition attempt: takes the lock if it is free and nobody queues before the caller,
  * and otherwise (when asked to) puts the caller in the queue or renews its place there.
  *
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), 1 to queue up when the lock is taken (0
- * to just try), publishing command (PUBLISH or SPUBLISH).
+ * to just try), publishing command (PUBLISH or SPUBLISH), what the names of the lock's turn
+ * channels begin with (see `turnChannelsOf`).
  * Returns `{1, fencingToken}` when the caller holds the lock, `{0, pttl}` when it does not, and
  * `{0, pttl, lastFence}` when it does not and queued (see `AcquireAttempt`); a refusal by a
  * throttle whose window is open adds what is left of it (`{0, pttl, lastFence or -1, window}`). A lock that holds
@@ -53,7 +60,7 @@ if queued and not holder then
     leave_queue(token)
     return held(true)
   end
-  grant_head(ARGV[4], '')
+  grant_head(ARGV[4], ARGV[5], '')
   -- The lock is now the head's, marked if anybody else is queued; this caller marks it below.
   holder, value = head, redis.call('GET', KEYS[1])
 end

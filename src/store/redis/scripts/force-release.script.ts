@@ -4,8 +4,11 @@ import { NEXT_FENCE_LUA } from './fence.lua.js';
 import { QUEUE_LUA, type PublishCommand } from './queue.lua.js';
 import { integerOf, pairOf } from './script-reply.js';
 
-/** The arguments of the force-release scripts (ARGV). */
-export type ForceReleaseArgs = [publish: PublishCommand];
+/**
+ * The arguments of the force-release scripts (ARGV): the publishing command, and what the names
+ * of the lock's turn channels begin with (see `turnChannelsOf`).
+ */
+export type ForceReleaseArgs = [publish: PublishCommand, turns: string];
 
 /**
  * What a forced release did: how many holders it evicted, or, when the key is held as another
@@ -41,7 +44,7 @@ if not holder then return {0, 0} end
 if string.sub(holder, 1, 1) == '#' then return {2, holder} end
 redis.call('DEL', KEYS[1])
 ${QUEUE_LUA}
-if not grant_head(ARGV[1], '') then
+if not grant_head(ARGV[1], ARGV[2], '') then
   redis.call(ARGV[1], KEYS[1], redis.sha1hex(holder_of(holder)))
 end
 return {1, 1}

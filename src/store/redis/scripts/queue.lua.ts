@@ -15,16 +15,19 @@ import { TURN_PREFIX } from '../release-messages.js';
  * process died) is dropped when it reaches the head with its lease run out, so it cannot block
  * the line. When the lock is released, or found free while waiters are queued, it is granted
  * to the longest-waiting live waiter with a fencing token, for the handover lease only (at most
- * the waiter's TTL), and announced on the lock's channel as a {@link TURN_PREFIX} message naming
- * the waiter and the fencing token. The notice proves nothing by itself, as it may come late:
- * the waiter holds on the strength of it only if its last refused attempt, whose send time it
- * knows, ran before the grant (its reply's `lastFence` is below the notice's fencing token), and
- * only until that send time plus the lease; otherwise its next attempt, which finds its token,
- * takes the lock with a TTL and fencing token of its own. A waiter that died, or whose notice
- * comes late, costs the others one handover lease. The channel is
- * the lock key, so that on a Cluster it lives in the lock's slot and the message can go out with
- * SPUBLISH (the scripts take the publishing command as an argument). The leases are constants of
- * the library, written into the script rather than sent with every call. With nobody queued, an
+ * the waiter's TTL), and announced as a {@link TURN_PREFIX} message naming the waiter and the
+ * fencing token, on the turn channel of the instance the waiter's token names (see
+ * `turn_channel`), so that only the process whose caller is next wakes. The notice proves
+ * nothing by itself, as it may come late: the waiter holds on the strength of it only if its
+ * last refused attempt, whose send time it knows, ran before the grant (its reply's `lastFence`
+ * is below the notice's fencing token), and only until that send time plus the lease; otherwise
+ * its next attempt, which finds its token, takes the lock with a TTL and fencing token of its
+ * own. A waiter that died, or whose notice comes late, costs the others the handover lease, or
+ * the wait for their next fallback re-check if that ends later (they do not hear the grant).
+ * Every channel a script publishes on lies in the lock's slot, so that on a Cluster the message
+ * can go out with SPUBLISH (the scripts take the publishing command as an argument, and the
+ * beginning of the turn channels' names, see `turnChannelsOf`). The leases are constants of the
+ * library, written into the script rather than sent with every call. With nobody queued, an
  * acquisition looks at the queue in the `EXISTS` that finds the lock free, and a release whose
  * lock value has no queue mark (see `FENCE_LUA`) does not look at it at all.
  *
@@ -57,12 +60,22 @@ local function live_head()
   end
 end
 
+-- The channel that announces the turn of token: the turn channel of the instance its owner mark
+-- (from its first "@" on) names, which turns begins the name of, or the lock's own channel for a
+-- token without a mark (a caller's own token, a client that marks none), where every process
+-- that waits for the lock hears it.
+local function turn_channel(turns, token)
+  local at = string.find(token, '@', 1, true)
+  if not at then return KEYS[1] end
+  return turns .. string.sub(token, at)
+end
+
 -- Takes the head of the queue out of it, if there is one, and grants it the free lock with a
 -- fencing token: to the successor its releaser named (a caller of the releaser's own process)
 -- with its whole TTL, the reply carrying the fencing token; to anybody else for the handover
 -- lease only, announced with the fencing token. Returns false when nobody waits, true or the
 -- successor's fencing token.
-local function grant_head(publish, successor)
+local function grant_head(publish, turns, successor)
   local head, ttl = live_head()
   if not head then return false end
   leave_queue(head)
@@ -73,7 +86,8 @@ local function grant_head(publish, successor)
     return fence
   end
   redis.call('SET', KEYS[1], value, 'PX', math.min(ttl, HANDOVER_LEASE))
-  redis.call(publish, KEYS[1], '${TURN_PREFIX}' .. head .. ' ' .. string.format('%.0f', fence))
+  local message = '${TURN_PREFIX}' .. head .. ' ' .. string.format('%.0f', fence)
+  redis.call(publish, turn_channel(turns, head), message)
   return true
 end
 

@@ -11,6 +11,7 @@ export type ReleaseArgs = [
   announce: 0 | 1,
   publish: PublishCommand,
   successor: string,
+  turns: string,
 ];
 
 /**
@@ -24,7 +25,7 @@ export type ReleaseArgs = [
  *
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, 1 to announce a release that nobody was queued
  * for, publishing command (PUBLISH or SPUBLISH), the releaser's successor (a waiter of its own
- * process, or '').
+ * process, or ''), what the names of the lock's turn channels begin with (see `turnChannelsOf`).
  * Returns `{1, fencingToken}` when the lock was the caller's and went to the successor,
  * `{1, 0}` when it was the caller's, `{0, 0}` when it was not.
  */
@@ -44,7 +45,7 @@ if not released then
   leave_queue(ARGV[1])
   return {0, 0}
 end
-local granted = grant_head(ARGV[3], ARGV[4])
+local granted = grant_head(ARGV[3], ARGV[5], ARGV[4])
 if not granted and ARGV[2] == '1' then
   redis.call(ARGV[3], KEYS[1], redis.sha1hex(ARGV[1]))
 end

@@ -41,7 +41,7 @@ if redis.call('ZSCORE', KEYS[5], token) then
 else
   local waiting = redis.call('EXISTS', KEYS[3]) == 1
   if waiting then
-    fence = grant_line(ARGV[4], token, marker, limit, now)
+    fence = grant_line(ARGV[4], ARGV[5], token, marker, limit, now)
     waiting = live_head() ~= nil
   end
   if not fence and not waiting and fits(KEYS[5], token, limit) then

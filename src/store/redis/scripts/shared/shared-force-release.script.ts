@@ -30,7 +30,7 @@ drop_expired(now)
 local evicted = redis.call('ZCARD', KEYS[5])
 redis.call('DEL', KEYS[5], KEYS[7])
 if redis.call('EXISTS', KEYS[3]) == 1 then
-  grant_line(ARGV[1], '', marker, tonumber(string.match(marker, '^#s(%d+)$') or '0'), now)
+  grant_line(ARGV[1], ARGV[2], '', marker, tonumber(string.match(marker, '^#s(%d+)$') or '0'), now)
 end
 sync(KEYS[1], KEYS[5], KEYS[7], marker, now)
 redis.call(ARGV[1], KEYS[1], redis.sha1hex(marker .. string.format('%.0f', now)))

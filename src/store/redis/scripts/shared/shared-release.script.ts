@@ -33,7 +33,7 @@ if redis.call('ZREM', KEYS[5], token) == 0 then
 end
 redis.call('HDEL', KEYS[7], token)
 local granted = redis.call('EXISTS', KEYS[3]) == 1
-  and grant_line(ARGV[3], ARGV[4], marker, limit_of(token), now)
+  and grant_line(ARGV[3], ARGV[5], ARGV[4], marker, limit_of(token), now)
 local held = sync(KEYS[1], KEYS[5], KEYS[7], marker, now)
 if (ARGV[2] == '1' and not granted) or (not held and redis.call('EXISTS', KEYS[6]) == 1) then
   redis.call(ARGV[3], KEYS[1], redis.sha1hex(token))

@@ -99,9 +99,10 @@ end
 -- Gives free permits to the longest-waiting live waiters, in order, for as long as the next one
 -- fits (a writer stops the readers behind it): to the successor its releaser named (a caller
 -- of the releaser's own process), its permit at once with its whole TTL and its fencing token,
--- which is returned; to anybody else, a permit reserved for the handover lease and announced.
+-- which is returned; to anybody else, a permit reserved for the handover lease and announced on
+-- the turn channel of its instance (see turn_channel).
 -- A waiter of another kind leaves the line; its next attempt tells it why.
-local function grant_line(publish, successor, marker, limit, now)
+local function grant_line(publish, turns, successor, marker, limit, now)
   local fence = false
   while true do
     local head, ttl = live_head()
@@ -115,7 +116,7 @@ local function grant_line(publish, successor, marker, limit, now)
         fence = hold_permit(head, now + ttl)
       else
         redis.call('ZADD', KEYS[5], now + math.min(ttl, HANDOVER_LEASE), head)
-        redis.call(publish, KEYS[1], '${TURN_PREFIX}' .. head)
+        redis.call(publish, turn_channel(turns, head), '${TURN_PREFIX}' .. head)
       end
     end
   end
