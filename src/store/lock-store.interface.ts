@@ -216,7 +216,8 @@ export interface LockStore {
    * that a subscriber in a waiter's own store hears that waiter's turn.
    * `instance` is what the tokens of the subscriber's callers end with (see `ownerMark`): a
    * store that wakes only the next caller delivers a `turn` to the subscribers of the instance
-   * its token names (and to those that give none), not to every process that waits for the key.
+   * its token names, not to every process that waits for the key (a subscriber that names no
+   * instance may then hear only the turns of tokens that name none).
    * Resolves once notifications are flowing, so that a release after it is not missed.
    */
   subscribe(

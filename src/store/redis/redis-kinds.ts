@@ -2,7 +2,6 @@ import type { RedisClientPort } from './redis-client.port.js';
 import { scriptKeysOf, sharedScriptKeysOf, sideKeyOf, type SideKeyRole } from './redis-keys.js';
 import { kindOfToken } from '../lock-kind.js';
 import {
-  QUEUE_LEASE,
   type ReleaseOutcome,
   type RenewalEntry,
   type StoredLock,
@@ -11,7 +10,6 @@ import { ACQUIRE_SCRIPT, type AcquireArgs } from './scripts/acquire.script.js';
 import { FORCE_RELEASE_SCRIPT, type ForceReleaseArgs } from './scripts/force-release.script.js';
 import { INSPECT_SCRIPT } from './scripts/inspect.script.js';
 import { SHARED_FORCE_RELEASE_SCRIPT } from './scripts/shared/shared-force-release.script.js';
-import { KEEP_PLACES_SCRIPT } from './scripts/keep-places.script.js';
 import { RELEASE_SCRIPT, type ReleaseArgs } from './scripts/release.script.js';
 import { RENEW_SCRIPT } from './scripts/renew.script.js';
 import {
@@ -89,23 +87,6 @@ export class KindScripts {
         ? await SHARED_FORCE_RELEASE_SCRIPT.run(this.client, sharedKeys, args)
         : await FORCE_RELEASE_SCRIPT.run(this.client, mutexKeys, args);
       if ('evicted' in outcome) return outcome.evicted;
-    }
-  }
-
-  /**
-   * Renews the places of `tokens` in `key`'s queues: the mutex waiters' and the shared
-   * contenders' are apart. Calls `each` around every script call, for its time limit.
-   */
-  async keepPlaces(
-    key: string,
-    tokens: readonly string[],
-    each: (call: () => Promise<number>) => Promise<number>,
-  ): Promise<void> {
-    for (const shared of [false, true]) {
-      const ofKind = tokens.filter((token) => kindOfToken(token).shared === shared);
-      if (ofKind.length === 0) continue;
-      const places = sideKeyOf(key, shared ? 'places' : 'waiters');
-      await each(() => KEEP_PLACES_SCRIPT.run(this.client, [places], [QUEUE_LEASE, ...ofKind]));
     }
   }
 

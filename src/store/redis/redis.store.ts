@@ -170,10 +170,6 @@ export class RedisLockStore implements LockStore {
     await this.releaseScript(key, token, false, '');
   }
 
-  async keepPlaces(key: string, tokens: readonly string[]): Promise<void> {
-    await this.scripts.keepPlaces(key, tokens, (call) => this.command(key, 'keep places', call));
-  }
-
   async renew(entries: readonly RenewalEntry[]): Promise<(boolean | undefined)[]> {
     const connection = this.replicas?.connection ?? 0;
     const renewed = await renewInChunks(this.scripts, this.command, this.cluster, entries);
