@@ -95,7 +95,7 @@ export class Acquisition implements WaitingCaller {
     const answer = await this.firstAttempt();
     if (signal?.aborted) {
       // Abandoned during the attempt: give back whatever it took (the lock, a place in line).
-      this.leave();
+      await this.parts.store.release(this.key, this.token).catch(() => undefined);
       throw signal.reason;
     }
     if (waitTimeout > 0) {

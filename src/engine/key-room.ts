@@ -7,8 +7,9 @@ import type { Waiter } from './waiter.js';
  * them. It orders nobody: each caller keeps its own place in the store's line with its own
  * attempts (see `Wait`), and the room only passes on wake-ups. A turn wakes the caller it
  * names; a plain release wakes every caller where the store keeps a line (the line decides who
- * gets the lock), and the longest-waiting caller where it keeps none (so that the callers of
- * one process do not race each other for every release).
+ * gets the lock), and the longest-waiting caller not woken already where it keeps none (so
+ * that the callers of one process do not race each other for every release, and two releases
+ * heard during one attempt wake two callers).
  */
 export class KeyRoom {
   readonly waiters: Waiter[] = [];
@@ -37,6 +38,9 @@ export class KeyRoom {
     const index = this.waiters.indexOf(waiter);
     if (index < 0) return false;
     this.waiters.splice(index, 1);
+    // A release it was woken for, and leaves unanswered (its attempt took another release's
+    // lock, or it gave up), goes on to the next caller.
+    if (!this.queueing && waiter.wakePending) this.wakeNext();
     if (this.waiters.length === 0) this.emptied(this);
     return true;
   }
@@ -58,8 +62,13 @@ export class KeyRoom {
     } else if (this.queueing) {
       for (const waiter of [...this.waiters]) waiter.wake();
     } else {
-      this.waiters[0]?.wake();
+      this.wakeNext();
     }
+  }
+
+  /** Wakes the longest-waiting caller that no wake-up is pending for already. */
+  private wakeNext(): void {
+    this.waiters.find((waiter) => !waiter.wakePending)?.wake();
   }
 
   /** A release here gave `token` the lock; `false` when that caller waits no more. */

@@ -55,6 +55,8 @@ export class Wait implements Waiter {
   private done = false;
   /** A wake-up came since the last attempt was sent. */
   private woken = false;
+  /** An attempt of the caller's is out: it answers any release before it ran. */
+  private attempting = false;
   /** A release of this process gave the caller the lock. */
   private handedOver?: { fencingToken: number; validFrom: number };
   private nudge?: () => void;
@@ -64,6 +66,8 @@ export class Wait implements Waiter {
   private pttl = -1;
   /** The caller's last word from the store, when it was that the store could not be reached. */
   private unreachable?: LockConnectionError;
+  /** An attempt of the caller's was answered: its key's subscription failing is no verdict. */
+  private answered = false;
   private settle!: { resolve: (lock: HeldLock) => void; reject: (error: unknown) => void };
 
   constructor(
@@ -71,6 +75,10 @@ export class Wait implements Waiter {
     private readonly waiters: Waiters,
   ) {
     ({ name: this.name, token: this.token, insideLock: this.insideLock } = caller);
+  }
+
+  get wakePending(): boolean {
+    return this.woken || this.attempting;
   }
 
   /** Whether the caller still waits: what an attempt of its took in the store is still its own. */
@@ -114,9 +122,14 @@ export class Wait implements Waiter {
     for (let first = true; ; first = false) {
       this.woken = false;
       const sentAt = first && answered ? answered.sentAt : monotonicNow();
+      this.attempting = true;
       const answer = first
         ? (answered?.answer ?? (await this.firstAnswer()))
         : await this.ask(false);
+      this.attempting = false;
+      // The first attempt went out before the caller was in a room, and the room it joined
+      // began to flow since: a turn for it may have come before it was there to hear it.
+      if (first && answered && this.room?.subscribed) this.woken = true;
       if (this.done) {
         // Given up while the attempt was on its way: what it took goes back.
         if (answer?.acquired) this.caller.leave();
@@ -131,7 +144,7 @@ export class Wait implements Waiter {
         continue;
       }
       if (this.takeHandOver()) return;
-      if (answer) [this.pttl, this.unreachable] = [answer.pttl, undefined];
+      if (answer) [this.pttl, this.unreachable, this.answered] = [answer.pttl, undefined, true];
       if (this.caller.refused()) throw new LockShuttingDownError(this.name);
       if (first) this.caller.waiting();
       this.room ??= this.waiters.join(this.caller.key, this);
@@ -163,6 +176,9 @@ export class Wait implements Waiter {
       // deadline. The attempts carry its token, so one applied unanswered is only repeated.
       if (first || !(error instanceof LockConnectionError)) throw error;
       this.unreachable = error;
+      // What the last answer said of the holder no longer bounds the wait: the backoff does, so
+      // that a store that fails at once is not asked again and again.
+      this.pttl = -1;
       return undefined;
     }
   }
@@ -206,14 +222,21 @@ export class Wait implements Waiter {
         // Timers count on the event loop's millisecond clock and can fire a little early by the
         // monotonic one; a caller must have waited its full waitTimeout.
         if (monotonicNow() < deadline) this.armDeadline();
-        else
-          this.stop(
-            this.unreachable ?? this.room?.unreachable ?? this.caller.notAcquired(this.pttl),
-          );
+        else this.stop(this.deadlineError());
       },
       Math.ceil(Math.max(0, deadline - monotonicNow())),
     );
     this.deadlineTimer = timer;
+  }
+
+  /**
+   * What the caller fails with at its deadline: the store's silence, if that was its last word
+   * (its own attempts', or its key's subscription's while none of its attempts was answered),
+   * else a conflict.
+   */
+  private deadlineError(): unknown {
+    const silence = this.unreachable ?? (this.answered ? undefined : this.room?.unreachable);
+    return silence ?? this.caller.notAcquired(this.pttl);
   }
 
   private readonly abort = () => this.stop(this.caller.signal?.reason);

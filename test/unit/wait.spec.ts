@@ -32,8 +32,12 @@ class ScriptedCaller implements WaitingCaller {
     readonly signal?: AbortSignal,
   ) {}
 
+  /** Every attempt fails at once with this error (a store that cannot be reached). */
+  failsWith?: Error;
+
   attempt(): Promise<AcquireAttempt> {
     this.attempts++;
+    if (this.failsWith) return Promise.reject(this.failsWith);
     return new Promise((resolve, reject) => this.replies.push({ resolve, reject }));
   }
 
@@ -355,5 +359,71 @@ describe('Wait: one caller, one loop', () => {
       await notices.tell({ type: 'released' });
       expect(b.attempts).toBe(1);
     });
+
+    it('wakes the next caller for a second release heard while the first caller’s attempt was out', async () => {
+      const a = new ScriptedCaller('a@me', false);
+      void start(a, refused());
+      await notices.flow();
+      await a.answer(refused());
+      const b = new ScriptedCaller('b@me', false);
+      void start(b);
+      // Two permits freed at once: both heard while a's woken attempt is out.
+      await notices.tell({ type: 'released', id: '1' });
+      await notices.tell({ type: 'released', id: '2' });
+      expect([a.attempts, b.attempts]).toEqual([2, 1]);
+    });
+
+    it('passes a wake-up on when the caller it woke gives up before answering it', async () => {
+      const controller = new AbortController();
+      const a = new ScriptedCaller('a@me', false, Infinity, controller.signal);
+      void start(a, refused());
+      await notices.flow();
+      await a.answer(refused());
+      const b = new ScriptedCaller('b@me', false);
+      void start(b);
+      await notices.tell({ type: 'released' });
+      controller.abort(new Error('gave up'));
+      await settle();
+      expect(b.attempts).toBe(1);
+    });
+  });
+
+  it('retries an outage on its backoff, not on the last answer’s short TTL', async () => {
+    const a = new ScriptedCaller('a@me');
+    void start(a, refused());
+    await notices.flow();
+    await a.answer(refused(2));
+    a.failsWith = new LockConnectionError('k', 'not connected');
+    const before = a.attempts;
+    await jest.advanceTimersByTimeAsync(1_000);
+    // 3, 100, 200, 400 ms apart, each jittered by a quarter either way.
+    expect(a.attempts - before).toBeLessThanOrEqual(5);
+  });
+
+  it('wakes a caller that joins a room opened and flowing while its first attempt was out', async () => {
+    const a = new ScriptedCaller('a@me');
+    void start(a, refused());
+    await notices.flow();
+    await a.answer(refused());
+    // b's first attempt was sent before the room existed, and its turn came before its answer.
+    await notices.tell({ type: 'turn', token: 'b@me' });
+    const b = new ScriptedCaller('b@me');
+    void start(b, refused());
+    await settle();
+    expect(b.attempts).toBe(1);
+  });
+
+  it('fails at its deadline with a conflict when its attempts were answered, though its subscription failed', async () => {
+    const failing = new Notices();
+    failing.store.subscribe = () =>
+      Promise.reject(new LockConnectionError('k', 'connection reset'));
+    waiters = new Waiters(failing.store, true, '@me');
+    const a = new ScriptedCaller('a@me', true, performance.now() + 400);
+    void start(a, refused(5_000));
+    await settle();
+    await jest.advanceTimersByTimeAsync(60);
+    await a.answer(refused(5_000));
+    await jest.advanceTimersByTimeAsync(400);
+    expect(a.events.at(-1)).toMatch(/^failed LockNotAcquiredError/);
   });
 });

@@ -11,6 +11,11 @@ export class Contender {
   createdAt?: number;
   /** A semaphore's waiter: which watch of the line is its own (see `ContenderWatches.watchLine`), if any. */
   lineWatch?: number;
+  /**
+   * The node ahead whose watch wakes it, while that watch is set: a later attempt that finds the
+   * same node ahead adds no listener of its own to it (a waiter's every re-check would).
+   */
+  watching?: string;
   /** The caller left (released or gave up): its node goes as soon as the attempt ends. */
   departed = false;
   /** How many times it was woken: an attempt that sees this change while it looks looks again. */
@@ -110,6 +115,8 @@ export class Contenders {
     // and its new contender, in the next session, must not be counted among them.
     for (const contender of [...this.byToken.values()]) {
       contender.session = -1;
+      // Its watch went with the session.
+      contender.watching = undefined;
       contender.wake();
       if (contender.departed) this.forget(contender);
     }

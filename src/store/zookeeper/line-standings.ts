@@ -125,7 +125,20 @@ export class LineStandings {
    */
   private async waits(contender: Contender, behind: string | undefined): Promise<boolean> {
     if (behind !== undefined) {
-      return this.watches.watch(`${contender.parent}/${behind}`, () => contender.wake());
+      const path = `${contender.parent}/${behind}`;
+      if (contender.watching === path) return true;
+      contender.watching = path;
+      const present = await this.watches
+        .watch(path, () => {
+          if (contender.watching === path) contender.watching = undefined;
+          contender.wake();
+        })
+        .catch((error: unknown) => {
+          if (contender.watching === path) contender.watching = undefined;
+          throw error;
+        });
+      if (!present && contender.watching === path) contender.watching = undefined;
+      return present;
     }
     return contender.lineWatch !== undefined || this.watches.watchLine(contender);
   }
