@@ -8,12 +8,6 @@ export type AcquireAttempt =
       /** Ms the current holder's lock still lives, or -1 when unknown or unbounded. */
       pttl: number;
       /**
-       * A queued mutex caller, where the store grants by notice (see {@link LockEvent}): no
-       * fencing token the store issued for the key before this attempt ran is above it (and,
-       * while its clock does not go back, every one it issues after is).
-       */
-      lastFence?: number;
-      /**
        * Ms left of the holder's throttle window, when the holder acquired with `holdFor` (its
        * token says so: see `holdForOfToken`) and its window is still open by the store's clock:
        * `min(holdFor, grant + holdFor − now)`, the grant dated by the holder's fencing token
@@ -27,21 +21,16 @@ export type AcquireAttempt =
 
 /**
  * What a store tells the callers that wait for a key. An event proves nothing by itself, as it
- * may come late: a waiter that hears one makes an attempt, whose answer it can date, unless
- * the event is a grant that the waiter can date from an answer it already has (see `turn`).
+ * may come late: a waiter that hears one makes an attempt, whose answer it can date.
  */
 export type LockEvent =
   /** The lock (or a permit) was released: whoever waits may try. `id` names the release. */
   | { readonly type: 'released'; readonly id?: string }
   /**
-   * The lock (or a permit) is reserved for the waiter with `token`: its next attempt takes it.
-   * With `fencingToken`, the lock was granted to that waiter with this fencing token, for
-   * `min(ttl, HANDOVER_LEASE)` from when the store granted it. A waiter whose last refused
-   * attempt reported a `lastFence` below it knows that attempt ran before the grant, so it
-   * may hold the lock from when that attempt was sent, for that long; otherwise its next
-   * attempt takes the lock, as from a reservation.
+   * The lock (or a permit) is reserved for the waiter with `token`, for the handover lease at
+   * most: its next attempt takes it, with a TTL and a fencing token of its own.
    */
-  | { readonly type: 'turn'; readonly token: string; readonly fencingToken?: number };
+  | { readonly type: 'turn'; readonly token: string };
 
 /** One lock for a batched renewal. */
 export interface RenewalEntry {
@@ -248,8 +237,8 @@ export interface ReleaseOutcome {
 export const QUEUE_LEASE = 3_000;
 
 /**
- * How long a lock reserved (or granted by notice) for a queued waiter in another process waits
- * for that waiter to take it, or to renew it, in ms (at most the waiter's TTL): what a waiter
- * that died while queued, or hears of its turn too late, costs the others.
+ * How long a lock reserved for a queued waiter in another process waits for that waiter to take
+ * it, in ms (at most the waiter's TTL): what a waiter that died while queued, or hears of its
+ * turn too late, keeps the lock from the others.
  */
 export const HANDOVER_LEASE = 500;

@@ -61,9 +61,7 @@ export class Names {
 }
 
 const attempt = (reply: AcquireAttempt) =>
-  reply.acquired
-    ? `granted ${reply.fencingToken}`
-    : `refused pttl=${reply.pttl}${reply.lastFence === undefined ? '' : ` last=${reply.lastFence}`}`;
+  reply.acquired ? `granted ${reply.fencingToken}` : `refused pttl=${reply.pttl}`;
 
 /**
  * One instance's connection to the simulated Redis: the memory store (one {@link MemorySpace}
@@ -286,11 +284,7 @@ export class SimStore implements LockStore {
   }
 
   private hear(key: string, event: LockEvent): void {
-    const fence = event.type === 'turn' && event.fencingToken !== undefined;
-    const what =
-      event.type === 'turn'
-        ? `turn ${key} ${this.names.of(event.token)}${fence ? ` ${event.fencingToken}` : ''}`
-        : '';
+    const what = event.type === 'turn' ? `turn ${key} ${this.names.of(event.token)}` : '';
     this.network.notify(this.link, what || `released ${key}`, () => {
       const listeners = [...(this.listeners.get(key) ?? [])];
       const ours = event.type === 'turn' && markOfToken(event.token) === this.instance;

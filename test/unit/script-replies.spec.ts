@@ -38,29 +38,8 @@ describe('the Lua scripts’ replies', () => {
     });
   });
 
-  describe.each(both([0, 1234, TOKEN]))('acquire, given %s', (_, reply) => {
-    it('reads {0, pttl, lastFence} as a refusal that queued the caller', () => {
-      expect(ACQUIRE_SCRIPT.decode(reply)).toEqual({
-        acquired: false,
-        pttl: 1234,
-        lastFence: TOKEN,
-      });
-    });
-  });
-
-  describe.each(both([0, 1234, TOKEN, 800]))('acquire, given %s', (_, reply) => {
-    it('reads {0, pttl, lastFence, window} as a throttle’s refusal that queued the caller', () => {
-      expect(ACQUIRE_SCRIPT.decode(reply)).toEqual({
-        acquired: false,
-        pttl: 1234,
-        lastFence: TOKEN,
-        windowLeft: 800,
-      });
-    });
-  });
-
   describe.each(both([0, 1234, -1, 800]))('acquire, given %s', (_, reply) => {
-    it('reads {0, pttl, -1, window} as a throttle’s refusal that did not queue', () => {
+    it('reads {0, pttl, -1, window} as a throttle’s refusal', () => {
       expect(ACQUIRE_SCRIPT.decode(reply)).toEqual({
         acquired: false,
         pttl: 1234,

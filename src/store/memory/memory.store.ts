@@ -83,15 +83,7 @@ export class MemoryLockStore implements LockStore {
     // The memory store's clock is the one its fencing tokens come from (see nextFence).
     const nowUs = Date.now() * 1000;
     const windowLeft = holder && windowLeftOf(holder.value, holder.fence, nowUs);
-    // As in the Redis script, a queued caller learns a bound on every fencing token issued so
-    // far, so that it can date a grant announced to it (see `LockEvent`): the counter, or the
-    // clock's floor under the next token when the counter is behind it (a counter that was
-    // lost or rolled back stays below it). Less 1, as the clock counts in whole ms here: the
-    // next token may equal the floor itself.
-    const floor = nowUs - 1;
-    const refused = queue
-      ? { acquired: false as const, pttl, lastFence: Math.max(this.space.fence, floor) }
-      : { acquired: false as const, pttl };
+    const refused = { acquired: false as const, pttl };
     return windowLeft === undefined ? refused : { ...refused, windowLeft };
   }
 
@@ -131,7 +123,7 @@ export class MemoryLockStore implements LockStore {
   /**
    * Gives the free lock to the head of the queue, as the Redis scripts' `grant_head` does, with
    * a fencing token: to `successor` at once, for its ttl; to anybody else for the handover
-   * lease, announced with the fencing token. `false` when nobody waits.
+   * lease, announced as its turn. `false` when nobody waits.
    */
   private grantHead(key: string, successor: string): boolean | number {
     const head = this.liveHead(key);
@@ -145,7 +137,7 @@ export class MemoryLockStore implements LockStore {
       expiresAt: monotonicNow() + Math.min(ttl, HANDOVER_LEASE),
       fence,
     });
-    this.announce(key, { type: 'turn', token: head, fencingToken: fence });
+    this.announce(key, { type: 'turn', token: head });
     return true;
   }
 

@@ -21,9 +21,9 @@ export type AcquireArgs = [
  * KEYS: see {@link QUEUE_LUA}. ARGV: token, ttl (ms), 1 to queue up when the lock is taken (0
  * to just try), publishing command (PUBLISH or SPUBLISH), what the names of the lock's turn
  * channels begin with (see `turnChannelsOf`).
- * Returns `{1, fencingToken}` when the caller holds the lock, `{0, pttl}` when it does not, and
- * `{0, pttl, lastFence}` when it does not and queued (see `AcquireAttempt`); a refusal by a
- * throttle whose window is open adds what is left of it (`{0, pttl, lastFence or -1, window}`). A lock that holds
+ * Returns `{1, fencingToken}` when the caller holds the lock, `{0, pttl}` when it does not; a
+ * refusal by a throttle whose window is open adds what is left of it (`{0, pttl, -1, window}`).
+ * A lock that holds
  * the caller's token already (granted to it by a handover that it has not taken up) is the
  * caller's from this request on: its TTL starts again and it gets a new fencing token here, so
  * that the caller's validity counts from a request whose answer proves the lock was its own.
@@ -77,12 +77,9 @@ if ARGV[3] == '1' then
   redis.call('PEXPIRE', KEYS[4], 2 * QUEUE_LEASE)
   local pttl = redis.call('PTTL', KEYS[1])
   mark_queued(value, pttl)
-  -- At least every fencing token issued so far (see next_fence): a grant announced with a
-  -- greater token came after this attempt.
-  local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
   local window = window_left(holder, fence_of(value))
-  if window > 0 then return {0, pttl, math.max(last, now_us), window} end
-  return {0, pttl, math.max(last, now_us)}
+  if window > 0 then return {0, pttl, -1, window} end
+  return {0, pttl}
 end
 local window = window_left(holder, fence_of(value))
 if window > 0 then return {0, redis.call('PTTL', KEYS[1]), -1, window} end
@@ -91,12 +88,11 @@ return {0, redis.call('PTTL', KEYS[1])}
   (reply) => {
     const granted = integerOf(entriesOf(reply, 2, 4)[0]) === 1;
     const entries = entriesOf(reply, 2, granted ? 2 : 4);
-    const [acquired, value, lastFence = -1, windowLeft] = entries.map(integerOf);
+    const [acquired, value, , windowLeft] = entries.map(integerOf);
     if (acquired === 1) return { acquired: true, fencingToken: value };
     return {
       acquired: false,
       pttl: value,
-      ...(lastFence >= 0 && { lastFence }),
       ...(windowLeft !== undefined && { windowLeft }),
     };
   },

@@ -15,14 +15,11 @@ import { TURN_PREFIX } from '../release-messages.js';
  * process died) is dropped when it reaches the head with its lease run out, so it cannot block
  * the line. When the lock is released, or found free while waiters are queued, it is granted
  * to the longest-waiting live waiter with a fencing token, for the handover lease only (at most
- * the waiter's TTL), and announced as a {@link TURN_PREFIX} message naming the waiter and the
- * fencing token, on the turn channel of the instance the waiter's token names (see
- * `turn_channel`), so that only the process whose caller is next wakes. The notice proves
- * nothing by itself, as it may come late: the waiter holds on the strength of it only if its
- * last refused attempt, whose send time it knows, ran before the grant (its reply's `lastFence`
- * is below the notice's fencing token), and only until that send time plus the lease; otherwise
- * its next attempt, which finds its token, takes the lock with a TTL and fencing token of its
- * own. A waiter that died, or whose notice comes late, costs the others the handover lease, or
+ * the waiter's TTL), and announced as a {@link TURN_PREFIX} message naming the waiter, on the
+ * turn channel of the instance the waiter's token names (see `turn_channel`), so that only the
+ * process whose caller is next wakes. The notice proves nothing by itself, as it may come late:
+ * it only wakes the waiter, whose next attempt, which finds its token, takes the lock with a TTL
+ * and fencing token of its own. A waiter that died, or whose notice comes late, costs the others the handover lease, or
  * the wait for their next fallback re-check if that ends later (they do not hear the grant).
  * Every channel a script publishes on lies in the lock's slot, so that on a Cluster the message
  * can go out with SPUBLISH (the scripts take the publishing command as an argument, and the
@@ -86,8 +83,7 @@ local function grant_head(publish, turns, successor)
     return fence
   end
   redis.call('SET', KEYS[1], value, 'PX', math.min(ttl, HANDOVER_LEASE))
-  local message = '${TURN_PREFIX}' .. head .. ' ' .. string.format('%.0f', fence)
-  redis.call(publish, turn_channel(turns, head), message)
+  redis.call(publish, turn_channel(turns, head), '${TURN_PREFIX}' .. head)
   return true
 end
 
