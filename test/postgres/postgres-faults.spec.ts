@@ -67,16 +67,17 @@ describe('PostgreSQL backend: cut connections, stalls, restarts and wake-ups', (
       return result;
     };
     const subscribe = store.subscribe.bind(store);
-    store.subscribe = (key, onEvent) =>
-      subscribe(key, (event) => {
-        // The engine makes the prompted attempt at once, in this call.
-        hearing = true;
-        try {
+    store.subscribe = (key, onEvent, instance) =>
+      subscribe(
+        key,
+        (event) => {
+          // The engine makes the prompted attempt at once: within the microtasks of this call.
+          hearing = true;
           onEvent(event);
-        } finally {
-          hearing = false;
-        }
-      });
+          setImmediate(() => (hearing = false));
+        },
+        instance,
+      );
     let prompted = 0;
     for (let round = 0; round < 3; round++) {
       attempts.length = 0;

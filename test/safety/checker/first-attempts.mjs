@@ -40,16 +40,16 @@ export const sharedNow = () => Number(process.hrtime.bigint()) / 1e6;
  */
 
 /**
- * Whether an ioredis command runs the acquire script: EVAL or EVALSHA with the script's four
- * arguments after the keys, the fourth the publishing command (the release script has its
- * publishing command third).
+ * Whether an ioredis command runs the acquire script: EVAL or EVALSHA with the script's five
+ * arguments after the keys (see `AcquireArgs`), the fourth the publishing command (the release
+ * script has its publishing command third).
  * @param {{ name: string, args: unknown[] }} command
  */
 function acquireToken(command) {
   if (command.name !== 'evalsha' && command.name !== 'eval') return undefined;
   const argv = command.args.slice(2 + Number(command.args[1]));
   const publish = String(argv[3]);
-  if (argv.length !== 4 || (publish !== 'PUBLISH' && publish !== 'SPUBLISH')) return undefined;
+  if (argv.length !== 5 || (publish !== 'PUBLISH' && publish !== 'SPUBLISH')) return undefined;
   return String(argv[0]);
 }
 
