@@ -179,10 +179,9 @@ export class Checker {
   }
 
   /**
-   * A release (or a forced one) granted `key` to the waiter `token`, first in line, and
-   * announced it with `fencingToken`: the waiter may hold from the notice, for at most the
-   * handover lease (see `LockEvent`). A grant told already (an attempt's, a successor's) is
-   * not told again.
+   * A release (or a forced one) reserved `key` for the waiter `token`, first in line, with
+   * `fencingToken`, for at most the handover lease, and announces its turn. A grant told
+   * already (an attempt's, a successor's) is not told again.
    */
   storeTurned(key: string, token: string, fencingToken: number): void {
     if (this.storeFences.get(key) === fencingToken) return;
