@@ -38,9 +38,9 @@ export class KeyRoom {
     const index = this.waiters.indexOf(waiter);
     if (index < 0) return false;
     this.waiters.splice(index, 1);
-    // A release it was woken for, and leaves unanswered (its attempt took another release's
-    // lock, or it gave up), goes on to the next caller.
-    if (!this.queueing && waiter.wakePending) this.wakeNext();
+    // A release it was woken for, and leaves unanswered (an attempt of its that ran before it
+    // took the lock, or it gave up), goes on to the next caller.
+    if (!this.queueing && waiter.woken) this.wakeNext();
     if (this.waiters.length === 0) this.emptied(this);
     return true;
   }
@@ -66,9 +66,15 @@ export class KeyRoom {
     }
   }
 
-  /** Wakes the longest-waiting caller that no wake-up is pending for already. */
+  /**
+   * Wakes the longest-waiting caller that is idle (no attempt out, no wake-up pending), or else
+   * the first whose attempt is out and not woken yet: that attempt may have run before the
+   * release, so the caller attempts again once it is answered. Each release is answered by an
+   * attempt sent after it was heard, and costs at most one.
+   */
   private wakeNext(): void {
-    this.waiters.find((waiter) => !waiter.wakePending)?.wake();
+    const idle = this.waiters.find((waiter) => !waiter.woken && !waiter.attempting);
+    (idle ?? this.waiters.find((waiter) => !waiter.woken))?.wake();
   }
 
   /** A release here gave `token` the lock; `false` when that caller waits no more. */

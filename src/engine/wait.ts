@@ -53,10 +53,10 @@ export class Wait implements Waiter {
   readonly insideLock: boolean;
   private room?: KeyRoom;
   private done = false;
-  /** A wake-up came since the last attempt was sent. */
-  private woken = false;
-  /** An attempt of the caller's is out: it answers any release before it ran. */
-  private attempting = false;
+  /** A wake-up came since the last attempt was sent, which no attempt has answered yet. */
+  woken = false;
+  /** An attempt of the caller's is out. */
+  attempting = false;
   /** A release of this process gave the caller the lock. */
   private handedOver?: { fencingToken: number; validFrom: number };
   private nudge?: () => void;
@@ -75,10 +75,6 @@ export class Wait implements Waiter {
     private readonly waiters: Waiters,
   ) {
     ({ name: this.name, token: this.token, insideLock: this.insideLock } = caller);
-  }
-
-  get wakePending(): boolean {
-    return this.woken || this.attempting;
   }
 
   /** Whether the caller still waits: what an attempt of its took in the store is still its own. */
@@ -122,14 +118,12 @@ export class Wait implements Waiter {
     for (let first = true; ; first = false) {
       this.woken = false;
       const sentAt = first && answered ? answered.sentAt : monotonicNow();
-      this.attempting = true;
       const answer = first
         ? (answered?.answer ?? (await this.firstAnswer()))
         : await this.ask(false);
-      this.attempting = false;
       // The first attempt went out before the caller was in a room, and the room it joined
       // began to flow since: a turn for it may have come before it was there to hear it.
-      if (first && answered && this.room?.subscribed) this.woken = true;
+      if (first && answered && this.caller.queueing && this.room?.subscribed) this.woken = true;
       if (this.done) {
         // Given up while the attempt was on its way: what it took goes back.
         if (answer?.acquired) this.caller.leave();
@@ -169,6 +163,7 @@ export class Wait implements Waiter {
 
   /** One attempt; `undefined` when the store did not answer, which only costs time. */
   private async ask(first: boolean): Promise<AcquireAttempt | undefined> {
+    this.attempting = true;
     try {
       return await this.caller.attempt(first);
     } catch (error) {
@@ -180,6 +175,8 @@ export class Wait implements Waiter {
       // that a store that fails at once is not asked again and again.
       this.pttl = -1;
       return undefined;
+    } finally {
+      this.attempting = false;
     }
   }
 

@@ -11,8 +11,10 @@ export interface Waiter {
    * flow): it makes an attempt now, or, if one is on its way, again once that one is answered.
    */
   wake(): void;
-  /** A wake-up came that no attempt of the caller's has answered yet, or an attempt is out. */
-  readonly wakePending: boolean;
+  /** A wake-up came that no attempt of the caller's has answered yet. */
+  readonly woken: boolean;
+  /** An attempt of the caller's is out (it may have run before the latest release, or after). */
+  readonly attempting: boolean;
   /**
    * A release by this process gave the caller the lock with `fencingToken`, valid from monotonic
    * `validFrom` (when that release was sent). `false` when the caller no longer waits, and the

@@ -373,7 +373,7 @@ describe('Wait: one caller, one loop', () => {
       expect([a.attempts, b.attempts]).toEqual([2, 1]);
     });
 
-    it('passes a wake-up on when the caller it woke gives up before answering it', async () => {
+    it('passes a wake-up on when the caller it woke gives up before attempting', async () => {
       const controller = new AbortController();
       const a = new ScriptedCaller('a@me', false, Infinity, controller.signal);
       void start(a, refused());
@@ -381,10 +381,38 @@ describe('Wait: one caller, one loop', () => {
       await a.answer(refused());
       const b = new ScriptedCaller('b@me', false);
       void start(b);
-      await notices.tell({ type: 'released' });
+      // The release reaches a, which gives up before its loop has sent the attempt.
+      notices.listeners.get('lock:k')!({ type: 'released' });
       controller.abort(new Error('gave up'));
       await settle();
+      expect([a.attempts, b.attempts]).toEqual([1, 1]);
+    });
+
+    it('makes a caller whose re-check is out attempt again for a release heard meanwhile', async () => {
+      const a = new ScriptedCaller('a@me', false);
+      void start(a, refused());
+      await notices.flow();
+      await a.answer(refused());
+      await jest.advanceTimersByTimeAsync(70);
+      expect(a.attempts).toBe(2);
+      // The re-check may have run before the release: its refusal is no answer to it.
+      await notices.tell({ type: 'released' });
+      await a.answer(refused());
+      expect(a.attempts).toBe(3);
+    });
+
+    it('makes a newcomer whose first attempt is out attempt again for a release heard meanwhile', async () => {
+      const a = new ScriptedCaller('a@me', false);
+      void start(a, refused());
+      await notices.flow();
+      await a.answer(granted(1));
+      // The room lingers, subscribed: a newcomer joins it before its first attempt.
+      const b = new ScriptedCaller('b@me', false);
+      void start(b);
       expect(b.attempts).toBe(1);
+      await notices.tell({ type: 'released' });
+      await b.answer(refused());
+      expect(b.attempts).toBe(2);
     });
   });
 

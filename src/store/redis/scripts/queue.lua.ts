@@ -70,7 +70,7 @@ end
 -- Takes the head of the queue out of it, if there is one, and grants it the free lock with a
 -- fencing token: to the successor its releaser named (a caller of the releaser's own process)
 -- with its whole TTL, the reply carrying the fencing token; to anybody else for the handover
--- lease only, announced with the fencing token. Returns false when nobody waits, true or the
+-- lease only, announced as its turn. Returns false when nobody waits, true or the
 -- successor's fencing token.
 local function grant_head(publish, turns, successor)
   local head, ttl = live_head()
