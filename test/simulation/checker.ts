@@ -1,41 +1,12 @@
 import type { Lock } from '../../src/lock.js';
 import { HANDOVER_LEASE, type AcquireAttempt } from '../../src/store/lock-store.interface.js';
 import type { ThrottleWindows } from './throttle-windows.js';
+import { HeldFences } from './held-fences.js';
 import type { TurnsTaken } from './turns-taken.js';
-import type { Place, World } from './world.js';
+import type { Call, Holding, KeyKind, Violation } from './run-types.js';
+import type { World } from './world.js';
 
-/** The kind of a key, as every caller of the key asks for it. */
-export type KeyKind =
-  { type: 'mutex'; throttle?: boolean } | { type: 'semaphore'; limit: number } | { type: 'rw' };
-
-/** One caller's hold, from when its call returned the lock until its work ended. */
-export interface Holding {
-  readonly caller: string;
-  readonly place: Place;
-  readonly key: string;
-  readonly lock: Lock;
-  readonly permits: number;
-  readonly mode?: 'read' | 'write';
-  /** Taken over from a holder that handed it off: it keeps that holder's fencing token. */
-  readonly adopted?: boolean;
-}
-
-/** One call that may wait: when it started, and when it got its lock or failed. */
-export interface Call {
-  readonly caller: string;
-  readonly place: Place;
-  readonly key: string;
-  readonly startedAt: number;
-  readonly waitTimeout: number;
-  settledAt?: number;
-}
-
-/** The first invariant a run broke. */
-export interface Violation {
-  invariant: string;
-  detail: string;
-  at: number;
-}
+export type { Call, Holding, KeyKind, Violation } from './run-types.js';
 
 /** The longest TTL a caller of a run asks for. */
 export const LONGEST_TTL = 1_000;
@@ -53,15 +24,9 @@ export class Checker {
   violation?: Violation;
   readonly calls: Call[] = [];
   private readonly holdings = new Map<string, Set<Holding>>();
-  /** Per key, the last fencing token the store granted, and the last one a valid holder saw. */
+  /** Per key, the last fencing token the store granted, and those valid holders saw. */
   private readonly storeFences = new Map<string, number>();
-  /**
-   * Per key, the fencing tokens valid holders saw, each with when the store applied its grant: a
-   * loss of the store's takes back the grants it lost, and what their holders saw with them.
-   */
-  private readonly heldFences = new Map<string, { fence: number; grantedAt: number }[]>();
-  /** When the store last granted each token (by an attempt, a hand-over or a turn). */
-  private readonly grantedAt = new Map<string, number>();
+  private readonly heldFences = new HeldFences();
   /**
    * Set for a quiet run in fair mode (see `lineOrder`): how the trace names a token, and the
    * prefix of the store's keys.
@@ -131,7 +96,7 @@ export class Checker {
   /** The store granted `key` to `token` with `fencingToken`, as it applied the request. */
   storeGranted(key: string, token: string, fencingToken: number, ttl?: number): void {
     this.storeWrote(token, ttl);
-    this.grantedAt.set(token, this.world.now());
+    this.heldFences.granted(token, this.world.now());
     const last = this.storeFences.get(key) ?? -Infinity;
     if (fencingToken <= last) {
       this.fail('fencing order', `the store granted ${key} ${fencingToken} after ${last}`);
@@ -204,12 +169,7 @@ export class Checker {
   /** The store lost every write it had applied since `since`. */
   storeLost(since: number): void {
     for (const [token, { at, until }] of this.wrote) if (at >= since) this.lost.set(token, until);
-    for (const [key, seen] of this.heldFences) {
-      this.heldFences.set(
-        key,
-        seen.filter(({ grantedAt }) => grantedAt < since),
-      );
-    }
+    this.heldFences.lostSince(since);
   }
 
   /** Whether `lock` is left out of exclusion and fencing order: see {@link lost}. */
@@ -253,16 +213,14 @@ export class Checker {
       );
     }
     if (this.kinds.get(key)?.type === 'mutex' && valid && !this.excused(lock)) {
-      const seen = this.heldFences.get(key) ?? [];
-      const last = Math.max(-Infinity, ...seen.map(({ fence }) => fence));
+      const last = this.heldFences.last(key);
       if (lock.fencingToken < last || (lock.fencingToken === last && !holding.adopted)) {
         this.fail(
           'fencing order',
           `${caller} holds ${key} with ${lock.fencingToken} after ${last}`,
         );
       }
-      const grantedAt = this.grantedAt.get(lock.token) ?? this.world.now();
-      this.heldFences.set(key, [...seen, { fence: lock.fencingToken, grantedAt }]);
+      this.heldFences.saw(key, lock.token, lock.fencingToken, this.world.now());
     }
     this.throttles?.held(lock.token);
     let holders = this.holdings.get(key);

@@ -1,132 +1,25 @@
 import { jest } from '@jest/globals';
-import type { HeldLock } from '../../src/engine/held-lock.js';
-import { Wait, type WaitingCaller } from '../../src/engine/wait.js';
 import { Waiters } from '../../src/engine/waiters.js';
 import { LockConnectionError, LockKindError, LockNotAcquiredError } from '../../src/lock.errors.js';
-import type { AcquireAttempt, LockEvent, LockStore } from '../../src/store/lock-store.interface.js';
+import type { AcquireAttempt } from '../../src/store/lock-store.interface.js';
+import {
+  granted,
+  Notices,
+  refused,
+  ScriptedCaller,
+  settle,
+  startWait,
+} from '../support/scripted-wait.js';
 
 /**
- * The waiting loop, scripted: a caller whose attempts the test answers one by one, in a real
- * `Waiters` over a store that only subscribes (the test says when notifications flow, and
- * what they bring). Time is Jest's fake time.
+ * The waiting loop where the store keeps a line (fair mode), scripted (see
+ * test/support/scripted-wait.ts). Time is Jest's fake time.
  */
-
-/** A caller whose attempts answer as the test says, recording what happens to it. */
-class ScriptedCaller implements WaitingCaller {
-  readonly events: string[] = [];
-  readonly name = 'k';
-  readonly key = 'lock:k';
-  readonly insideLock = false;
-  attempts = 0;
-  /** Grants whose answers came after the caller's validity ran out (the store paused). */
-  tooLate = false;
-  shuttingDown = false;
-  validFrom?: number;
-  private replies: { resolve: (attempt: AcquireAttempt) => void; reject: (e: Error) => void }[] =
-    [];
-
-  constructor(
-    readonly token: string,
-    readonly queueing = true,
-    readonly deadline = Infinity,
-    readonly signal?: AbortSignal,
-  ) {}
-
-  /** Every attempt fails at once with this error (a store that cannot be reached). */
-  failsWith?: Error;
-
-  attempt(): Promise<AcquireAttempt> {
-    this.attempts++;
-    if (this.failsWith) return Promise.reject(this.failsWith);
-    return new Promise((resolve, reject) => this.replies.push({ resolve, reject }));
-  }
-
-  /** Answers the attempt on its way. */
-  async answer(attempt: AcquireAttempt): Promise<void> {
-    this.reply().resolve(attempt);
-    await settle();
-  }
-
-  /** Fails the attempt on its way. */
-  async fail(error: Error): Promise<void> {
-    this.reply().reject(error);
-    await settle();
-  }
-
-  private reply() {
-    const reply = this.replies.shift();
-    if (!reply) throw new Error(`${this.token} has no attempt on its way`);
-    return reply;
-  }
-
-  hold(fencingToken: number, validFrom: number): HeldLock {
-    this.events.push(`holds ${fencingToken}`);
-    this.validFrom = validFrom;
-    return { fencingToken } as HeldLock;
-  }
-  late(): LockConnectionError | undefined {
-    return this.tooLate ? new LockConnectionError('k', 'the answer came too late') : undefined;
-  }
-  refused(): boolean {
-    return this.shuttingDown;
-  }
-  leave(): void {
-    this.events.push('leaves');
-  }
-  waiting(): void {
-    this.events.push('waits');
-  }
-  notAcquired(pttl: number): Error {
-    return new LockNotAcquiredError(this.name, 0, pttl);
-  }
-}
-
-/** A store whose subscriptions resolve when the test says, and whose events the test sends. */
-class Notices {
-  listeners = new Map<string, (event: LockEvent) => void>();
-  private pending: (() => void)[] = [];
-  readonly store = {
-    capabilities: { queueing: true },
-    subscribe: (key: string, onEvent: (event: LockEvent) => void) =>
-      new Promise<() => void>((resolve) => {
-        this.pending.push(() => {
-          this.listeners.set(key, onEvent);
-          resolve(() => this.listeners.delete(key));
-        });
-      }),
-  } as unknown as LockStore;
-
-  /** Notifications start to flow. */
-  async flow(): Promise<void> {
-    for (const start of this.pending.splice(0)) start();
-    await settle();
-  }
-
-  async tell(event: LockEvent): Promise<void> {
-    this.listeners.get('lock:k')?.(event);
-    await settle();
-  }
-}
-
-const refused = (pttl = 10_000): AcquireAttempt => ({ acquired: false, pttl });
-const granted = (fencingToken: number): AcquireAttempt => ({ acquired: true, fencingToken });
-const settle = async () => {
-  for (let i = 0; i < 5; i++) await Promise.resolve();
-};
-
 describe('Wait: one caller, one loop', () => {
   let notices: Notices;
   let waiters: Waiters;
-  const start = (caller: ScriptedCaller, answered?: AcquireAttempt) => {
-    const outcome = new Wait(caller, waiters).run(
-      answered ? { answer: answered, sentAt: 0 } : undefined,
-    );
-    outcome.then(
-      (lock) => caller.events.push(`got ${lock.fencingToken}`),
-      (error: Error) => caller.events.push(`failed ${error.name}: ${error.message}`),
-    );
-    return outcome;
-  };
+  const start = (caller: ScriptedCaller, answered?: AcquireAttempt) =>
+    startWait(waiters, caller, answered);
 
   beforeEach(() => {
     jest.useFakeTimers();
@@ -337,83 +230,6 @@ describe('Wait: one caller, one loop', () => {
     await b.answer(refused());
     await notices.tell({ type: 'released' });
     expect([a.attempts, b.attempts]).toEqual([2, 2]);
-  });
-
-  describe('where the store keeps no line', () => {
-    beforeEach(() => {
-      waiters = new Waiters(notices.store, false, '@me');
-    });
-
-    it('lets a new caller behind others of its process wait its turn without a first attempt', async () => {
-      const a = new ScriptedCaller('a@me', false);
-      void start(a, refused());
-      await notices.flow();
-      await a.answer(refused());
-      const b = new ScriptedCaller('b@me', false);
-      void start(b);
-      expect(b.attempts).toBe(0);
-      // A release wakes the longest-waiting caller only: the callers of one process do not race.
-      await notices.tell({ type: 'released' });
-      expect([a.attempts, b.attempts]).toEqual([2, 0]);
-      await a.answer(granted(1));
-      await notices.tell({ type: 'released' });
-      expect(b.attempts).toBe(1);
-    });
-
-    it('wakes the next caller for a second release heard while the first caller’s attempt was out', async () => {
-      const a = new ScriptedCaller('a@me', false);
-      void start(a, refused());
-      await notices.flow();
-      await a.answer(refused());
-      const b = new ScriptedCaller('b@me', false);
-      void start(b);
-      // Two permits freed at once: both heard while a's woken attempt is out.
-      await notices.tell({ type: 'released', id: '1' });
-      await notices.tell({ type: 'released', id: '2' });
-      expect([a.attempts, b.attempts]).toEqual([2, 1]);
-    });
-
-    it('passes a wake-up on when the caller it woke gives up before attempting', async () => {
-      const controller = new AbortController();
-      const a = new ScriptedCaller('a@me', false, Infinity, controller.signal);
-      void start(a, refused());
-      await notices.flow();
-      await a.answer(refused());
-      const b = new ScriptedCaller('b@me', false);
-      void start(b);
-      // The release reaches a, which gives up before its loop has sent the attempt.
-      notices.listeners.get('lock:k')!({ type: 'released' });
-      controller.abort(new Error('gave up'));
-      await settle();
-      expect([a.attempts, b.attempts]).toEqual([1, 1]);
-    });
-
-    it('makes a caller whose re-check is out attempt again for a release heard meanwhile', async () => {
-      const a = new ScriptedCaller('a@me', false);
-      void start(a, refused());
-      await notices.flow();
-      await a.answer(refused());
-      await jest.advanceTimersByTimeAsync(70);
-      expect(a.attempts).toBe(2);
-      // The re-check may have run before the release: its refusal is no answer to it.
-      await notices.tell({ type: 'released' });
-      await a.answer(refused());
-      expect(a.attempts).toBe(3);
-    });
-
-    it('makes a newcomer whose first attempt is out attempt again for a release heard meanwhile', async () => {
-      const a = new ScriptedCaller('a@me', false);
-      void start(a, refused());
-      await notices.flow();
-      await a.answer(granted(1));
-      // The room lingers, subscribed: a newcomer joins it before its first attempt.
-      const b = new ScriptedCaller('b@me', false);
-      void start(b);
-      expect(b.attempts).toBe(1);
-      await notices.tell({ type: 'released' });
-      await b.answer(refused());
-      expect(b.attempts).toBe(2);
-    });
   });
 
   it('retries an outage on its backoff, not on the last answer’s short TTL', async () => {
