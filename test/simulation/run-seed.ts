@@ -10,6 +10,7 @@ import { Names, type StoreSeen } from './sim-store.js';
 import { scheduleStoreLoss } from './store-loss.js';
 import { scheduleForceReleases } from './operator.js';
 import { ThrottleWindows } from './throttle-windows.js';
+import { ReleasesAnswered } from './releases-answered.js';
 import { TurnsTaken } from './turns-taken.js';
 import { Caller, type CallerRun } from './workload.js';
 import { World } from './world.js';
@@ -104,8 +105,17 @@ async function simulate(
       checker.fail('turn taken up', `${name(token)} let its turn on ${key} lapse`),
     );
   }
+  const releases =
+    quiet && !options.fair
+      ? new ReleasesAnswered(world, 2 * shape.maxLatency + 1, checker.calls, (instance, key) =>
+          checker.fail('release answered', `nobody of ${instance} answered a release of ${key}`),
+        )
+      : undefined;
   const seen: StoreSeen = {
-    attempted: (key, token, reply, asked) => checker.storeAttempted(key, token, reply, asked),
+    attempted: (key, token, reply, asked) => {
+      releases?.attempted(key.slice(KEY_PREFIX.length), token);
+      checker.storeAttempted(key, token, reply, asked);
+    },
     granted: (key, token, fence) => checker.storeGranted(key, token, fence),
     leftLine: (key, token) => checker.storeLeftLine(key, token),
     released: (key, token) => checker.throttles?.released(key, token),
@@ -116,6 +126,7 @@ async function simulate(
     transferred: (_key, token, ttl) => checker.storeWrote(token, ttl),
     turned: (key, token, fencingToken) => checker.storeTurned(key, token, fencingToken),
     told: (_key, token) => checker.turns?.told(token),
+    heardRelease: (key, instance) => releases?.heard(key.slice(KEY_PREFIX.length), instance),
     evicted: (_key, tokens) => checker.storeEvicted(tokens),
     refused: (token) => checker.storeRefused(token),
     heardRefusal: (token) => checker.heardRefusal(token),

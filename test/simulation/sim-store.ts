@@ -41,6 +41,8 @@ export interface StoreSeen {
   turned(key: string, token: string, fencingToken: number): void;
   /** A `turn` notice for `token` reached the listeners of the instance whose token it is. */
   told(key: string, token: string): void;
+  /** A plain release's notice reached the listeners of the instance marked `instance`. */
+  heardRelease?(key: string, instance: string): void;
   /** The store refused to renew the lock of `token`: it no longer held it. */
   refused(token: string): void;
   /** The instance of `token` got the answer that the store refused to renew its lock. */
@@ -289,6 +291,9 @@ export class SimStore implements LockStore {
       const listeners = [...(this.listeners.get(key) ?? [])];
       const ours = event.type === 'turn' && markOfToken(event.token) === this.instance;
       if (ours && listeners.length > 0) this.seen.told(key, event.token);
+      if (event.type === 'released' && listeners.length > 0 && this.instance !== undefined) {
+        this.seen.heardRelease?.(key, this.instance);
+      }
       for (const listener of listeners) listener(event);
     });
   }
