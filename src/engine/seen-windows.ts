@@ -7,7 +7,7 @@ const SWEEP_MIN = 1_024;
  * The throttle windows that the attempts of this process saw, per key: whether the last refusal
  * of a key came from a throttle whose window was open (see `AcquireAttempt.windowLeft`), and
  * until when, on this process's monotonic clock. Every caller waiting for the key reads it when
- * its wait runs out, also those behind the head, for whom the head's attempts speak.
+ * its wait runs out, also one whose own last attempt did not see the window.
  */
 export class SeenWindows {
   /** Per key, the monotonic ms at which the window seen last closes. */

@@ -34,8 +34,8 @@ export class ContenderWatches {
         return;
       }
       // Set again without prompting anybody: an attempt now would only find the holder there.
-      // Should this fail, the waiter is woken to look for itself (a waiter behind its process's
-      // head has no fallback re-check; a connection error then does not end its wait).
+      // Should this fail, the waiter is woken to look for itself at once, rather than at its
+      // re-check (a connection error then does not end its wait).
       this.watch(path, onDeleted).then(
         (present) => present || onDeleted(),
         () => onDeleted(),
